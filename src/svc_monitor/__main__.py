@@ -1,0 +1,3 @@
+from svc_monitor.cli import main
+
+main()

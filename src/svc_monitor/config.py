@@ -1,0 +1,247 @@
+"""Every environment variable of the service, validated once at startup.
+
+Field name = environment variable name, so one grep finds both. `cli.py` builds
+`Settings()` once and hands it to `create_app(settings)`; nothing else reads
+`os.environ`. Tests build `Settings(_env_file=None, ...)` directly.
+
+Booleans take `true/1/yes/on` and `false/0/no/off` (pydantic's words), case-insensitive.
+"""
+
+import logging
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
+
+from pydantic import (
+    Field,
+    SecretStr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+logger = logging.getLogger(__name__)
+
+_MIN_SECRET_LENGTH = {"ENCRYPTION_KEY": 16, "AUTH_SECRET": 32}
+
+PositiveMs = Annotated[int, Field(ge=1)]
+Port = Annotated[int, Field(ge=1, le=65535)]
+
+
+class StorageType(StrEnum):
+    MEMORY = "memory"
+    SQLITE = "sqlite"
+    POSTGRES = "postgres"
+    TURSO = "turso"
+
+
+class EngineTypeSetting(StrEnum):
+    AUTO = "auto"
+    VALKEY = "valkey"
+    REDIS = "redis"
+
+
+class ExportMode(StrEnum):
+    MIRROR = "mirror"
+    SEMCONV = "semconv"
+
+
+class Settings(BaseSettings):
+    """The service's configuration; see the README's table for every variable."""
+
+    model_config = SettingsConfigDict(
+        env_file=None,
+        extra="ignore",
+        case_sensitive=True,
+        frozen=True,
+        validate_default=True,
+    )
+
+    # --- the default connection, created from these on the first start ---
+    DB_HOST: str = "localhost"
+    DB_PORT: Port = 6379
+    DB_USERNAME: str = "default"
+    DB_PASSWORD: SecretStr | None = None
+    DB_TLS: bool = False
+    DB_TYPE: EngineTypeSetting = EngineTypeSetting.AUTO
+
+    # --- storage ---
+    STORAGE_TYPE: StorageType = StorageType.MEMORY
+    STORAGE_URL: SecretStr | None = None
+    STORAGE_AUTH_TOKEN: SecretStr | None = None
+    STORAGE_SQLITE_FILEPATH: Path = Path("./data/audit.db")
+
+    # --- HTTP server ---
+    PORT: Port = 3001
+    BIND_HOST: str = "0.0.0.0"  # ours: the address uvicorn listens on
+    NODE_ENV: Literal["production", "development", "test"] = "production"
+    LOG_LEVEL: Literal["debug", "info", "warning", "error"] = "info"  # ours
+
+    # --- reaching instances (ours: the spec names no timeouts) ---
+    ENGINE_CONNECT_TIMEOUT_MS: Annotated[int, Field(ge=100, le=60000)] = 3000
+    ENGINE_COMMAND_TIMEOUT_MS: Annotated[int, Field(ge=100, le=300000)] = 5000
+    ENGINE_TLS_CA_FILE: Path | None = None  # extra CA bundle for instances behind TLS
+
+    # --- secrets at rest ---
+    ENCRYPTION_KEY: SecretStr | None = None
+    ENCRYPTION_KEK_SALT: Annotated[str, Field(min_length=1)] = "svc-kek-salt-v1"
+    SVC_SSH_KEY_DIR: Path | None = None
+
+    # --- pollers and detectors (seed the runtime settings) ---
+    AUDIT_POLL_INTERVAL_MS: PositiveMs = 60000
+    CLIENT_ANALYTICS_POLL_INTERVAL_MS: PositiveMs = 60000
+    ANOMALY_DETECTION_ENABLED: bool = True
+    ANOMALY_POLL_INTERVAL_MS: PositiveMs = 1000
+    ANOMALY_CACHE_TTL_MS: PositiveMs = 3600000
+    ANOMALY_PROMETHEUS_INTERVAL_MS: PositiveMs = 30000
+    LOCAL_RETENTION_DAYS: Annotated[int, Field(ge=1)] | None = None
+    KEY_ANALYTICS_SAMPLE_SIZE: Annotated[int, Field(ge=1)] = 10000
+    KEY_ANALYTICS_SCAN_BATCH_SIZE: Annotated[int, Field(ge=1)] = 1000
+    KEY_ANALYTICS_INTERVAL_MS: PositiveMs = 300000
+
+    # --- licensing, telemetry, updates ---
+    SVC_LICENSE_KEY: SecretStr | None = None
+    SVC_OFFLINE_LICENSE: SecretStr | None = None
+    SVC_OFFLINE_LICENSE_FILE: Path | None = None
+    SVC_DATA_DIR: Path = Path("./data")
+    SVC_TELEMETRY: bool = True
+    ENTITLEMENT_URL: str = "https://entitlement.svc-monitor.io"
+    RELEASES_URL: str = "https://api.github.com/repos/svc-monitor/svc-monitor/releases/latest"
+    LICENSE_ALLOW_UNSIGNED: bool = False
+    LICENSE_CACHE_TTL_MS: PositiveMs = 3600000
+    LICENSE_MAX_STALE_MS: PositiveMs = 604800000
+    LICENSE_TIMEOUT_MS: Annotated[int, Field(ge=100, le=120000)] = 10000
+    VERSION_CHECK_INTERVAL_MS: Annotated[int, Field(ge=60000)] = 3600000
+    LICENSE_SIGNING_PRIVATE_KEY: SecretStr | None = None  # entitlement server only
+    LICENSE_SIGNING_KID: str | None = None  # entitlement server only
+
+    # --- experimental AI features ---
+    AI_ENABLED: bool = False
+    OLLAMA_BASE_URL: str = "http://localhost:11434"
+    OLLAMA_KEEP_ALIVE: str = "24h"
+    AI_USE_LLM_CLASSIFICATION: bool = False
+    LANCEDB_PATH: Path = Path("./data/lancedb")
+    VALKEY_DOCS_PATH: Path = Path("./data/valkey-docs")
+
+    # --- users and access ---
+    AUTH_SECRET: SecretStr | None = None
+    AUTH_PUBLIC_URL: str | None = None
+    AUTH_BROKER_URL: str = "https://auth.svc-monitor.io"
+    AUTH_BROKER_PUBLIC_KEY: str | None = None
+    AUTH_BROKER_DISABLED: bool = False
+    TRUST_PROXY: bool = False
+    WORKSPACE_DISABLED: bool = False
+    MONITOR_REDACT_VALUES: bool = False
+    SVC_UNSAFE_CLI: bool = False
+    ACTIVITY_RETENTION_DAYS: Annotated[int, Field(ge=1)] = 90
+    CLOUD_MODE: bool = False
+
+    # --- OTLP in and out ---
+    OTEL_INGEST_ENABLED: bool = True
+    OTEL_INGEST_TOKEN: SecretStr | None = None
+    OTEL_METRICS_STALE_AFTER_MS: Annotated[int, Field(ge=60000)] = 300000
+    OTLP_DISCOVER_INSTANCES: bool = True
+    OTEL_EXPORTER_OTLP_ENDPOINT: str | None = None
+    OTEL_TELEMETRY_ENABLED: bool = True
+    OTEL_EVENTS_ENABLED: bool = True
+    OTEL_METRICS_EXPORT_INTERVAL_MS: Annotated[int, Field(ge=1000)] = 15000
+    OTEL_METRICS_EXPORT_MODE: ExportMode = ExportMode.MIRROR
+    METRICS_EXPORT_PROFILE: Literal["full", "minimal"] = "full"
+    PROMETHEUS_STALENESS_MS: PositiveMs = 300000
+
+    @field_validator("OTEL_METRICS_EXPORT_MODE", mode="before")
+    @classmethod
+    def _unknown_export_mode_is_mirror(cls, value: Any) -> Any:
+        # The spec: an unknown mode logs a warning and falls back, it does not stop the service.
+        if isinstance(value, str) and value.strip().lower() not in {m.value for m in ExportMode}:
+            logger.warning("OTEL_METRICS_EXPORT_MODE=%r is not mirror or semconv; using mirror", value)
+            return ExportMode.MIRROR
+        return value.strip().lower() if isinstance(value, str) else value
+
+    @field_validator(
+        "DB_TYPE", "STORAGE_TYPE", "NODE_ENV", "LOG_LEVEL", "METRICS_EXPORT_PROFILE", mode="before"
+    )
+    @classmethod
+    def _lower_case_words(cls, value: Any) -> Any:
+        return value.strip().lower() if isinstance(value, str) else value
+
+    @field_validator(
+        "DB_PASSWORD",
+        "STORAGE_URL",
+        "STORAGE_AUTH_TOKEN",
+        "ENCRYPTION_KEY",
+        "SVC_LICENSE_KEY",
+        "SVC_OFFLINE_LICENSE",
+        "SVC_OFFLINE_LICENSE_FILE",
+        "SVC_SSH_KEY_DIR",
+        "AUTH_SECRET",
+        "AUTH_PUBLIC_URL",
+        "OTEL_INGEST_TOKEN",
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        "LOCAL_RETENTION_DAYS",
+        mode="before",
+    )
+    @classmethod
+    def _empty_is_unset(cls, value: Any) -> Any:
+        # `FOO=` in a compose file means "not set", not "set to the empty string".
+        return None if isinstance(value, str) and value.strip() == "" else value
+
+    @field_validator("ENCRYPTION_KEY", "AUTH_SECRET")
+    @classmethod
+    def _long_enough(cls, value: SecretStr | None, info: ValidationInfo) -> SecretStr | None:
+        minimum = _MIN_SECRET_LENGTH[str(info.field_name)]
+        if value is not None and len(value.get_secret_value()) < minimum:
+            raise ValueError(f"must be at least {minimum} characters")
+        return value
+
+    @model_validator(mode="after")
+    def _cross_field_rules(self) -> "Settings":
+        if self.STORAGE_TYPE in (StorageType.POSTGRES, StorageType.TURSO) and not self.STORAGE_URL:
+            raise ValueError(f"STORAGE_URL is required when STORAGE_TYPE={self.STORAGE_TYPE.value}")
+        if self.STORAGE_TYPE is StorageType.TURSO:
+            _check_turso(self.STORAGE_URL, self.STORAGE_AUTH_TOKEN)
+        if self.CLOUD_MODE and not self.OTEL_INGEST_TOKEN:
+            raise ValueError("OTEL_INGEST_TOKEN is required when CLOUD_MODE=true")
+        return self
+
+    @property
+    def is_production(self) -> bool:
+        return self.NODE_ENV == "production"
+
+    @property
+    def offline_license_file(self) -> Path:
+        return self.SVC_OFFLINE_LICENSE_FILE or self.SVC_DATA_DIR / "license-offline.jwt"
+
+    @property
+    def air_gapped(self) -> bool:
+        """An offline token without an online key: no outbound request at all (spec rule 11)."""
+        if self.SVC_LICENSE_KEY is not None:
+            return False
+        return self.SVC_OFFLINE_LICENSE is not None or self.offline_license_file.is_file()
+
+
+def _check_turso(url: SecretStr | None, token: SecretStr | None) -> None:
+    assert url is not None  # checked by the caller
+    scheme = urlsplit(url.get_secret_value()).scheme.lower()
+    if scheme not in ("libsql", "https", "http", "file", "wss", "ws"):
+        raise ValueError("STORAGE_URL for turso must be a libsql://, https://, http:// or file: URL")
+    if scheme in ("libsql", "wss") and token is None:
+        raise ValueError(f"STORAGE_AUTH_TOKEN is required for a {scheme}:// STORAGE_URL")
+    if scheme in ("http", "ws") and token is not None:
+        raise ValueError(
+            f"STORAGE_AUTH_TOKEN must not be sent over plain {scheme}://; "
+            "use https:// or drop the token"
+        )
+
+
+def describe_validation_error(error: ValidationError) -> str:
+    """One line naming each bad variable, without echoing its (possibly secret) value."""
+    parts = []
+    for item in error.errors(include_url=False, include_input=False):
+        name = ".".join(str(p) for p in item["loc"])
+        message = str(item["msg"]).removeprefix("Value error, ")
+        parts.append(f"{name}: {message}" if name else message)
+    return "; ".join(parts)

@@ -1,0 +1,98 @@
+"""HTTP routes of the connection registry (under /api)."""
+
+from fastapi import APIRouter, Response, status
+
+from svc_monitor.connections.dependencies import ConnectionServiceDep
+from svc_monitor.connections.schemas import (
+    ConnectionCreate,
+    ConnectionRead,
+    ConnectionTest,
+    ConnectionTestResult,
+    ConnectionUpdate,
+)
+from svc_monitor.connections.views import to_read, to_test_result
+from svc_monitor.errors import error_responses
+
+router = APIRouter(prefix="/connections", tags=["connections"])
+
+
+@router.get("", response_model=list[ConnectionRead])
+async def list_connections(connections: ConnectionServiceDep) -> list[ConnectionRead]:
+    """All connections, the default one flagged, each with its engine as last seen.
+
+    Passwords and keys are never returned; `hasPassword` says whether one is stored.
+    """
+    return [to_read(c, connections.last_seen(c)) for c in await connections.list()]
+
+
+@router.post(
+    "",
+    response_model=ConnectionRead,
+    status_code=status.HTTP_201_CREATED,
+    responses=error_responses(400, 422),
+)
+async def create_connection(
+    body: ConnectionCreate, connections: ConnectionServiceDep
+) -> ConnectionRead:
+    """Test a connection, then save it. Answers 400 with the engine's error if it does not answer.
+
+    Give `host` and `port` (or `host` as `host:port`), or paste a quick-connect `url`
+    (`redis://user:password@host:port/db`, `rediss://` for TLS); explicit fields win over
+    the URL. The first connection, or one sent with `setAsDefault`, becomes the default.
+    """
+    connection = await connections.create(body)
+    return to_read(connection, connections.last_seen(connection))
+
+
+@router.post("/test", response_model=ConnectionTestResult, responses=error_responses(422))
+async def test_connection(
+    body: ConnectionTest, connections: ConnectionServiceDep
+) -> ConnectionTestResult:
+    """Try a connection without saving it.
+
+    Always 200 for a well-formed body: `success` says whether the engine answered, and
+    `error` carries its words (for example `WRONGPASS invalid username-password pair`).
+    """
+    return to_test_result(await connections.test(body))
+
+
+@router.get("/{connection_id}", response_model=ConnectionRead, responses=error_responses(404))
+async def get_connection(connection_id: str, connections: ConnectionServiceDep) -> ConnectionRead:
+    """One connection."""
+    connection = await connections.get(connection_id)
+    return to_read(connection, connections.last_seen(connection))
+
+
+@router.put(
+    "/{connection_id}", response_model=ConnectionRead, responses=error_responses(400, 404, 409, 422)
+)
+async def update_connection(
+    connection_id: str, body: ConnectionUpdate, connections: ConnectionServiceDep
+) -> ConnectionRead:
+    """Change a connection. Absent fields keep their values; `password: ""` removes it.
+
+    A change of address or credentials is tested first and refused (400) if the engine
+    does not answer; the stored connection is then left as it was.
+    """
+    connection = await connections.update(connection_id, body)
+    return to_read(connection, connections.last_seen(connection))
+
+
+@router.post(
+    "/{connection_id}/default", response_model=ConnectionRead, responses=error_responses(404)
+)
+async def set_default_connection(
+    connection_id: str, connections: ConnectionServiceDep
+) -> ConnectionRead:
+    """Make this the connection used when a request carries no X-Connection-Id."""
+    connection = await connections.set_default(connection_id)
+    return to_read(connection, connections.last_seen(connection))
+
+
+@router.delete(
+    "/{connection_id}", status_code=status.HTTP_204_NO_CONTENT, responses=error_responses(404)
+)
+async def delete_connection(connection_id: str, connections: ConnectionServiceDep) -> Response:
+    """Remove a connection. If it was the default, the oldest remaining one becomes default."""
+    await connections.delete(connection_id)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)

@@ -1,0 +1,122 @@
+"""Open engine clients per connection and what was last seen of each engine.
+
+A client is made on first use and replaced when its connection is edited, so an
+edit never talks to the old address. Status is what the last check saw; the
+health endpoint and (later) the poll loops refresh it.
+"""
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+
+from svc_monitor.connections.models import Connection, forced_engine
+from svc_monitor.engine.capabilities import EngineIdentity, detect
+from svc_monitor.engine.client import EngineClient, EngineTarget
+from svc_monitor.engine.errors import EngineError
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class EngineSnapshot:
+    """One check of one engine: identity when it answered, the error when it did not."""
+
+    connected: bool
+    identity: EngineIdentity | None
+    error: EngineError | None
+    checked_at_ms: int
+
+
+@dataclass(slots=True)
+class _Live:
+    target: EngineTarget
+    client: EngineClient
+    snapshot: EngineSnapshot | None = None
+
+
+class LiveConnections:
+    """Engine clients keyed by connection id."""
+
+    def __init__(
+        self, *, connect_timeout_s: float, command_timeout_s: float, tls_ca_file: str | None
+    ) -> None:
+        self._connect_timeout_s = connect_timeout_s
+        self._command_timeout_s = command_timeout_s
+        self.tls_ca_file = tls_ca_file
+        self._live: dict[str, _Live] = {}
+        self._closing: set[asyncio.Task[None]] = set()
+
+    def target(self, connection: Connection) -> EngineTarget:
+        return EngineTarget(
+            host=connection.host,
+            port=connection.port,
+            username=connection.username,
+            password=connection.password,
+            tls=connection.tls,
+            db=connection.db,
+            tls_ca_file=self.tls_ca_file,
+        )
+
+    def client(self, connection: Connection) -> EngineClient:
+        target = self.target(connection)
+        live = self._live.get(connection.id)
+        if live is None or live.target != target:
+            if live is not None:
+                self._close_later(live.client)
+            live = _Live(target, self.new_client(target))
+            self._live[connection.id] = live
+        return live.client
+
+    def new_client(self, target: EngineTarget) -> EngineClient:
+        return EngineClient(
+            target,
+            connect_timeout_s=self._connect_timeout_s,
+            command_timeout_s=self._command_timeout_s,
+        )
+
+    def snapshot(self, connection_id: str) -> EngineSnapshot | None:
+        live = self._live.get(connection_id)
+        return None if live is None else live.snapshot
+
+    async def check(self, connection: Connection) -> EngineSnapshot:
+        """PING, and detect the engine if it has not been detected since it last answered."""
+        client = self.client(connection)
+        live = self._live[connection.id]
+        previous = live.snapshot
+        now_ms = int(time.time() * 1000)
+        try:
+            await client.ping()
+            identity = previous.identity if previous and previous.connected else None
+            if identity is None:
+                identity = await detect(client, forced_type=forced_engine(connection.db_type))
+            snapshot = EngineSnapshot(True, identity, None, now_ms)
+        except EngineError as exc:
+            snapshot = EngineSnapshot(False, None, exc, now_ms)
+        if previous is None or previous.connected != snapshot.connected:
+            # Once per transition, not on every failed check.
+            if snapshot.connected:
+                logger.info("connection %s is up", connection.id)
+            else:
+                logger.warning("connection %s is down: %s", connection.id, snapshot.error)
+        # The client may have been replaced by an edit while we waited; keep the newer state.
+        if self._live.get(connection.id) is live:
+            live.snapshot = snapshot
+        return snapshot
+
+    async def forget(self, connection_id: str) -> None:
+        live = self._live.pop(connection_id, None)
+        if live is not None:
+            await live.client.close()
+
+    async def close(self) -> None:
+        clients = [live.client for live in self._live.values()]
+        self._live.clear()
+        await asyncio.gather(*(c.close() for c in clients), return_exceptions=True)
+
+    def _close_later(self, client: EngineClient) -> None:
+        # Closed in the background so an edit answers at once; the set keeps the task alive.
+        task = asyncio.get_running_loop().create_task(client.close())
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+

@@ -1,0 +1,54 @@
+"""Connections as the service holds them in memory (secrets opened, never printed)."""
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+DbType = Literal["auto", "valkey", "redis"]
+
+# The connection created from DB_* on the first start keeps one id for life, so
+# scripts and stored history can name it across restarts of a memory-backed service.
+ENV_DEFAULT_ID = "env-default"
+
+
+@dataclass(frozen=True, slots=True)
+class SshTunnel:
+    """A single hop through a bastion; used by the tunnel issue, stored from now on."""
+
+    host: str
+    port: int = 22
+    username: str = "root"
+    password: str | None = field(default=None, repr=False)
+    private_key: str | None = field(default=None, repr=False)
+    passphrase: str | None = field(default=None, repr=False)
+    private_key_path: str | None = None
+    host_key_fingerprint: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Connection:
+    """A monitored instance and how to reach it."""
+
+    id: str
+    name: str
+    host: str
+    port: int
+    username: str
+    password: str | None = field(repr=False)
+    tls: bool
+    db: int
+    db_type: DbType
+    ssh_tunnel: SshTunnel | None
+    is_default: bool
+    created_at: int  # epoch ms
+    updated_at: int  # epoch ms
+    # A stored secret that would not open: the connection is listed but cannot connect.
+    secret_error: str | None = None
+
+
+def forced_engine(db_type: DbType) -> Literal["valkey", "redis"] | None:
+    """The engine type a connection forces, or None to detect it."""
+    if db_type == "valkey":
+        return "valkey"
+    if db_type == "redis":
+        return "redis"
+    return None

@@ -1,0 +1,208 @@
+"""The connections table. Secrets are sealed by SecretBox on the way in, opened on the way out."""
+
+import json
+from dataclasses import replace
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    Connection as DbConnection,
+    Integer,
+    Row,
+    String,
+    Table,
+    Text,
+    select,
+    update,
+)
+
+from svc_monitor.connections.models import Connection, SshTunnel
+from svc_monitor.connections.secrets import SecretBox, SecretUndecryptable
+from svc_monitor.storage.database import Database
+from svc_monitor.storage.metadata import metadata
+
+connections = Table(
+    "connections",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("name", String(100), nullable=False),
+    Column("host", String(255), nullable=False),
+    Column("port", Integer, nullable=False),
+    Column("username", String(255), nullable=False),
+    Column("password", Text, nullable=True),
+    Column("tls", Boolean, nullable=False),
+    Column("db", Integer, nullable=False),
+    Column("db_type", String(16), nullable=False),
+    Column("ssh_tunnel", Text, nullable=True),
+    Column("is_default", Boolean, nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    Column("updated_at", BigInteger, nullable=False),
+)
+
+_SSH_SECRETS = ("password", "private_key", "passphrase")
+
+
+class ConnectionStore:
+    """Every query on `connections`."""
+
+    def __init__(self, db: Database, secrets: SecretBox) -> None:
+        self._db = db
+        self._secrets = secrets
+
+    async def list(self) -> list[Connection]:
+        rows = await self._db.fetch_all(select(connections).order_by(connections.c.created_at))
+        return [self._to_model(row) for row in rows]
+
+    async def insert(self, connection: Connection) -> None:
+        values = self._to_row(connection)
+
+        def insert(conn: DbConnection) -> None:
+            if connection.is_default:
+                conn.execute(update(connections).values(is_default=False))
+            conn.execute(connections.insert().values(**values))
+
+        await self._db.run(insert)
+
+    async def update(self, connection: Connection) -> bool:
+        values = self._to_row(connection)
+        del values["id"], values["created_at"], values["is_default"]
+        statement = update(connections).where(connections.c.id == connection.id).values(**values)
+        return await self._db.execute(statement) > 0
+
+    async def set_default(self, connection_id: str) -> bool:
+        def flip(conn: DbConnection) -> bool:
+            exists = conn.execute(
+                select(connections.c.id).where(connections.c.id == connection_id)
+            ).first()
+            if exists is None:
+                return False
+            conn.execute(
+                update(connections).values(is_default=connections.c.id == connection_id)
+            )
+            return True
+
+        return await self._db.run(flip)
+
+    async def delete(self, connection_id: str) -> bool:
+        """Remove one; if it was the default, the oldest remaining one becomes default."""
+
+        def delete(conn: DbConnection) -> bool:
+            removed = conn.execute(
+                connections.delete().where(connections.c.id == connection_id)
+            ).rowcount
+            if not removed:
+                return False
+            has_default = conn.execute(
+                select(connections.c.id).where(connections.c.is_default.is_(True))
+            ).first()
+            if has_default is None:
+                oldest = conn.execute(
+                    select(connections.c.id).order_by(connections.c.created_at).limit(1)
+                ).first()
+                if oldest is not None:
+                    conn.execute(
+                        update(connections)
+                        .where(connections.c.id == oldest.id)
+                        .values(is_default=True)
+                    )
+            return True
+
+        return await self._db.run(delete)
+
+    async def reseal_plaintext(self) -> int:
+        """Encrypt secrets stored in plain text before ENCRYPTION_KEY was set; how many rows."""
+        if not self._secrets.encrypting:
+            return 0
+
+        def reseal(conn: DbConnection) -> int:
+            changed = 0
+            for row in conn.execute(select(connections)).all():
+                plain_password = row.password is not None and SecretBox.is_plain(row.password)
+                plain_tunnel = row.ssh_tunnel is not None and any(
+                    isinstance(v, str) and SecretBox.is_plain(v)
+                    for k, v in json.loads(row.ssh_tunnel).items()
+                    if k in _SSH_SECRETS
+                )
+                if plain_password or plain_tunnel:
+                    values = self._to_row(self._to_model(row))
+                    conn.execute(
+                        update(connections)
+                        .where(connections.c.id == row.id)
+                        .values(password=values["password"], ssh_tunnel=values["ssh_tunnel"])
+                    )
+                    changed += 1
+            return changed
+
+        return await self._db.run(reseal)
+
+    # --- mapping ---
+
+    def _to_row(self, c: Connection) -> dict[str, Any]:
+        return {
+            "id": c.id,
+            "name": c.name,
+            "host": c.host,
+            "port": c.port,
+            "username": c.username,
+            "password": None
+            if c.password is None
+            else self._secrets.seal(c.password, context=f"connections:{c.id}:password"),
+            "tls": c.tls,
+            "db": c.db,
+            "db_type": c.db_type,
+            "ssh_tunnel": None if c.ssh_tunnel is None else self._ssh_to_json(c.id, c.ssh_tunnel),
+            "is_default": c.is_default,
+            "created_at": c.created_at,
+            "updated_at": c.updated_at,
+        }
+
+    def _to_model(self, row: Row[Any]) -> Connection:
+        connection = Connection(
+            id=row.id,
+            name=row.name,
+            host=row.host,
+            port=row.port,
+            username=row.username,
+            password=None,
+            tls=bool(row.tls),
+            db=row.db,
+            db_type=row.db_type,
+            ssh_tunnel=None,
+            is_default=bool(row.is_default),
+            created_at=row.created_at,
+            updated_at=row.updated_at,
+        )
+        try:
+            password = (
+                None
+                if row.password is None
+                else self._secrets.open(row.password, context=f"connections:{row.id}:password")
+            )
+            tunnel = None if row.ssh_tunnel is None else self._ssh_from_json(row.id, row.ssh_tunnel)
+        except SecretUndecryptable as exc:
+            return replace(connection, secret_error=str(exc))
+        return replace(connection, password=password, ssh_tunnel=tunnel)
+
+    def _ssh_to_json(self, connection_id: str, tunnel: SshTunnel) -> str:
+        data: dict[str, Any] = {
+            "host": tunnel.host,
+            "port": tunnel.port,
+            "username": tunnel.username,
+            "private_key_path": tunnel.private_key_path,
+            "host_key_fingerprint": tunnel.host_key_fingerprint,
+        }
+        for name in _SSH_SECRETS:
+            value = getattr(tunnel, name)
+            context = f"connections:{connection_id}:ssh.{name}"
+            data[name] = None if value is None else self._secrets.seal(value, context=context)
+        return json.dumps(data)
+
+    def _ssh_from_json(self, connection_id: str, text: str) -> SshTunnel:
+        data = json.loads(text)
+        for name in _SSH_SECRETS:
+            if data.get(name) is not None:
+                context = f"connections:{connection_id}:ssh.{name}"
+                data[name] = self._secrets.open(data[name], context=context)
+        return SshTunnel(**data)

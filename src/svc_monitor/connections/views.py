@@ -1,0 +1,82 @@
+"""Models to API schemas: the one place that decides what of a connection is shown."""
+
+from svc_monitor.connections.live import EngineSnapshot
+from svc_monitor.connections.models import Connection
+from svc_monitor.connections.schemas import (
+    Capabilities,
+    ConnectionRead,
+    ConnectionTestResult,
+    EngineStatus,
+    SshTunnelRead,
+)
+from svc_monitor.connections.service import TestOutcome
+from svc_monitor.engine.capabilities import EngineIdentity
+
+
+def to_read(connection: Connection, seen: EngineSnapshot | None) -> ConnectionRead:
+    tunnel = connection.ssh_tunnel
+    return ConnectionRead(
+        id=connection.id,
+        name=connection.name,
+        host=connection.host,
+        port=connection.port,
+        username=connection.username,
+        db=connection.db,
+        tls=connection.tls,
+        dbType=connection.db_type,
+        hasPassword=connection.password is not None or connection.secret_error is not None,
+        sshTunnel=None
+        if tunnel is None
+        else SshTunnelRead(
+            host=tunnel.host,
+            port=tunnel.port,
+            username=tunnel.username,
+            privateKeyPath=tunnel.private_key_path,
+            hostKeyFingerprint=tunnel.host_key_fingerprint,
+            hasPassword=tunnel.password is not None,
+            hasPrivateKey=tunnel.private_key is not None,
+            hasPassphrase=tunnel.passphrase is not None,
+        ),
+        isDefault=connection.is_default,
+        createdAt=connection.created_at,
+        updatedAt=connection.updated_at,
+        credentialError=connection.secret_error,
+        engine=to_engine_status(seen),
+    )
+
+
+def to_engine_status(seen: EngineSnapshot | None) -> EngineStatus:
+    if seen is None:
+        return EngineStatus(status="unknown")
+    if not seen.connected:
+        assert seen.error is not None
+        return EngineStatus(
+            status="disconnected",
+            error=seen.error.message,
+            errorKind=seen.error.kind,
+            checkedAt=seen.checked_at_ms,
+        )
+    assert seen.identity is not None
+    return EngineStatus(status="connected", checkedAt=seen.checked_at_ms, **_identity(seen.identity))
+
+
+def to_test_result(outcome: TestOutcome) -> ConnectionTestResult:
+    if outcome.error is not None:
+        return ConnectionTestResult(
+            success=False,
+            error=outcome.error.message,
+            errorKind=outcome.error.kind,
+            latencyMs=outcome.latency_ms,
+        )
+    assert outcome.identity is not None
+    return ConnectionTestResult(
+        success=True, latencyMs=outcome.latency_ms, **_identity(outcome.identity)
+    )
+
+
+def _identity(identity: EngineIdentity) -> dict[str, object]:
+    return {
+        "type": identity.type,
+        "version": identity.version,
+        "capabilities": Capabilities(**identity.capabilities.to_api()),
+    }

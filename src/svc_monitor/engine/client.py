@@ -1,0 +1,118 @@
+"""The wire to one monitored instance: auth, TLS, timeouts, and INFO read raw.
+
+INFO is read without valkey-py's response callback and parsed by engine.info in
+one pass: DESIGN.md measured valkey-py's own INFO parsing at ~0.43 ms CPU per call
+against ~0.2 ms for ours, which decides whether 3,000 polls/s per core is reachable.
+"""
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from valkey.asyncio import Valkey
+from valkey.asyncio.retry import Retry
+from valkey.backoff import NoBackoff
+
+from svc_monitor.engine.errors import EngineError, translate
+from svc_monitor.engine.info import ParsedInfo, parse_info
+
+CLIENT_NAME = "svc-monitor"
+
+
+@dataclass(frozen=True, slots=True)
+class EngineTarget:
+    """Where and how to reach an instance."""
+
+    host: str
+    port: int
+    username: str | None = None
+    password: str | None = field(default=None, repr=False)
+    tls: bool = False
+    db: int = 0
+    tls_ca_file: str | None = None
+
+    @property
+    def address(self) -> str:
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+
+def _raw(response: Any, **_: Any) -> Any:
+    return response
+
+
+class EngineClient:
+    """A small connection pool to one instance; every call bounded by one deadline."""
+
+    def __init__(
+        self, target: EngineTarget, *, connect_timeout_s: float, command_timeout_s: float
+    ) -> None:
+        self.target = target
+        self.connect_timeout_s = connect_timeout_s
+        self.command_timeout_s = command_timeout_s
+        # One deadline covers connect, auth and the reply, so nothing can stack up.
+        self.deadline_s = connect_timeout_s + command_timeout_s
+        tls_options: dict[str, Any] = {}
+        if target.tls:
+            tls_options = {
+                "ssl": True,
+                "ssl_cert_reqs": "required",
+                "ssl_check_hostname": True,
+                "ssl_ca_certs": target.tls_ca_file,
+            }
+        self._client = Valkey(
+            host=target.host,
+            port=target.port,
+            username=target.username or None,
+            password=target.password or None,
+            db=target.db,
+            socket_connect_timeout=connect_timeout_s,
+            socket_timeout=command_timeout_s,
+            # No client-side retries: the poll loop owns cadence and backoff.
+            retry=Retry(NoBackoff(), 0),
+            retry_on_timeout=False,
+            client_name=CLIENT_NAME,
+            max_connections=4,
+            decode_responses=False,
+            protocol=2,
+            **tls_options,
+        )
+        self._client.set_response_callback("INFO", _raw)
+
+    async def execute(self, *args: Any) -> Any:
+        """Run one command; EngineError on any failure."""
+        try:
+            async with asyncio.timeout(self.deadline_s):
+                return await self._client.execute_command(*args)
+        except EngineError:
+            raise
+        except Exception as exc:
+            raise self._translate(exc) from None
+
+    async def ping(self) -> None:
+        await self.execute("PING")
+
+    async def info_raw(self, *sections: str) -> bytes:
+        reply = await self.execute("INFO", *sections)
+        return reply if isinstance(reply, bytes) else str(reply).encode()
+
+    async def info(self, *sections: str) -> ParsedInfo:
+        return parse_info(await self.info_raw(*sections))
+
+    async def try_each(self, commands: Sequence[Sequence[Any]]) -> list[Any]:
+        """Run commands in one round trip; each result is the reply or its EngineError."""
+        try:
+            async with asyncio.timeout(self.deadline_s):
+                pipe = self._client.pipeline(transaction=False)
+                for command in commands:
+                    pipe.execute_command(*command)
+                replies = await pipe.execute(raise_on_error=False)
+        except Exception as exc:
+            raise self._translate(exc) from None
+        return [self._translate(r) if isinstance(r, Exception) else r for r in replies]
+
+    async def close(self) -> None:
+        await self._client.aclose()
+
+    def _translate(self, exc: BaseException) -> EngineError:
+        return translate(exc, address=self.target.address, timeout_s=self.deadline_s)

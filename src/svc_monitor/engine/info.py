@@ -1,0 +1,251 @@
+"""Parse a raw INFO reply in one pass: a pure function, no I/O.
+
+INFO is read as raw bytes (no client callback) because valkey-py's own parser costs about
+twice as much CPU per call, and INFO is the hottest reply the poller handles.
+
+The reply is untrusted text from a server we do not control, so the parser never raises on
+content, only on size (`InfoTooLarge`), and every value it keeps is a `str`, an `int`, a
+finite `float`, or (in the composite sections) a flat dict of those.
+
+Choices made here, each pinned by a test in tests/engine/test_info.py:
+
+- Sections: a `# Name` header starts section `name` (lower-cased, inner spaces kept, so
+  Valkey 9's `# Cluster Info` becomes "cluster info"). A header seen twice merges into one
+  section. A header with an empty name is a malformed line. Field lines before any header
+  go to a section named "", which exists only when there are such lines.
+- Fields: `name:value` split on the first colon, since values hold colons
+  (`master_host:::1`). In the composite sections the split is on the last colon instead:
+  their values never contain one, while old servers wrote `cmdstat_host::calls=...`.
+  Names must be non-empty, printable and contain no space; other lines are malformed.
+- Scalars: an ASCII decimal integer becomes `int` (one too long for `int()`'s digit limit
+  stays `str`); a fixed-point decimal (`1.03`, `-0.5`) that is finite becomes `float`;
+  anything else, `nan`, `inf`, `1e5`, `98.81%` and empty included, stays `str`. Fields
+  that hold identifiers or versions stay `str` even when they look numeric:
+  `master_replid2:0000000000000000000000000000000000000000` is not the number 0.
+- Composite sections (keyspace, commandstats, errorstats, latencystats): the value is a
+  `k=v,k=v` list parsed into a dict with the same scalar rules; items without `=` or with
+  an empty key are dropped, and a value with no items at all gives an empty dict.
+- Malformed lines (no colon, bad name, longer than 64 KiB) are skipped and counted in
+  `skipped_lines`; blank lines are not counted. Duplicate fields: the last one wins.
+- Size: input longer than `max_bytes` raises `InfoTooLarge` rather than being cut, so a
+  caller never mistakes half a reply for a whole one. For `str` input the limit counts
+  characters.
+- Bytes are decoded as UTF-8 with errors="replace": INFO is ASCII, but a hostile server
+  must not be able to crash the poller.
+"""
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+Scalar = str | int | float
+FieldValue = Scalar | dict[str, Scalar]
+
+DEFAULT_MAX_BYTES = 4 * 1024 * 1024
+
+# Real INFO lines are under 1 KiB (the longest are paths); anything this long is junk,
+# and skipping it keeps one hostile line from becoming one huge stored value.
+MAX_LINE_CHARS = 64 * 1024
+
+# int() accepts this many digits whatever sys.set_int_max_str_digits() says (640 is the
+# lowest limit Python allows), so only longer numbers need the guarded path.
+_ALWAYS_SAFE_INT_DIGITS = 640
+
+_COMPOSITE_SECTIONS = frozenset({"keyspace", "commandstats", "errorstats", "latencystats"})
+
+# Identifiers and versions: text that can look like a number (a fresh server reports
+# master_replid2 as forty zeros, redis_git_sha1 as "00000000"), so conversion would lose it.
+_TEXT_FIELDS = frozenset(
+    {
+        "run_id",
+        "master_replid",
+        "master_replid2",
+        "redis_git_sha1",
+        "redis_build_id",
+        "redis_version",
+        "valkey_version",
+        "gcc_version",
+        "executable",
+        "config_file",
+        "availability_zone",
+        "master_host",
+        "tls_server_cert_serial",
+        "tls_client_cert_serial",
+        "tls_ca_cert_serial",
+    }
+)
+
+# Digits only, at most 9 per part so int() is cheap and bounded; a longer part is junk.
+_VERSION_RE = re.compile(r"([0-9]{1,9})(?:\.([0-9]{1,9}))?(?:\.([0-9]{1,9}))?(?![0-9])")
+
+_isfinite = math.isfinite
+
+
+class InfoTooLarge(ValueError):
+    """The reply is longer than the parser agreed to read."""
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedInfo:
+    """An INFO reply split into sections; the typed getters never raise."""
+
+    sections: dict[str, dict[str, FieldValue]]
+    skipped_lines: int
+
+    def get(self, section: str, field: str) -> FieldValue | None:
+        fields = self.sections.get(section.lower())
+        return None if fields is None else fields.get(field)
+
+    def get_int(self, section: str, field: str) -> int | None:
+        """The value when it is an integer; None when absent or anything else."""
+        value = self.get(section, field)
+        # bool is an int subclass; the parser never makes one, but a hand-built
+        # ParsedInfo could, and True is not a count.
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        return None
+
+    def get_float(self, section: str, field: str) -> float | None:
+        """The value as a float when it is a finite number (ints widen); else None."""
+        value = self.get(section, field)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return None
+        try:
+            result = float(value)
+        except OverflowError:  # an int past float range, e.g. 10**400
+            return None
+        return result if _isfinite(result) else None
+
+    def get_str(self, section: str, field: str) -> str | None:
+        """The value as text (numbers via str(): a parsed "0.10" reads back "0.1").
+
+        None when absent or a composite dict.
+        """
+        value = self.get(section, field)
+        if isinstance(value, str):
+            return value
+        if isinstance(value, dict) or value is None:
+            return None
+        try:
+            return str(value)
+        except ValueError:  # an int longer than the current int/str digit limit
+            return None
+
+
+def parse_info(raw: bytes | str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> ParsedInfo:
+    """Split a raw INFO reply into typed sections. Raises only InfoTooLarge."""
+    if len(raw) > max_bytes:
+        raise InfoTooLarge(
+            f"INFO reply is {len(raw)} bytes, more than the {max_bytes}-byte limit; "
+            "refusing to parse it"
+        )
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+
+    # Lines before any header collect here; the "" section is dropped at the end when
+    # empty, which costs nothing per line (a header can never be named "").
+    preamble: dict[str, FieldValue] = {}
+    sections: dict[str, dict[str, FieldValue]] = {"": preamble}
+    current = preamble
+    composite = False
+    skipped = 0
+    text_fields = _TEXT_FIELDS
+    max_line = MAX_LINE_CHARS
+    safe_digits = _ALWAYS_SAFE_INT_DIGITS
+    scalar = _scalar
+    subfields = parse_subfields
+
+    # One C-level replace beats stripping "\r" line by line.
+    for line in text.replace("\r\n", "\n").split("\n"):
+        if not line:
+            continue  # blank lines separate sections; not malformed
+        if len(line) > max_line:
+            skipped += 1
+            continue
+        if line[0] == "#":
+            section = line[1:].strip().lower()
+            if section and section.isprintable():
+                current = sections.setdefault(section, {})
+                composite = section in _COMPOSITE_SECTIONS
+            else:
+                skipped += 1
+            continue
+        if composite:
+            name, sep, value = line.rpartition(":")
+        else:
+            name, sep, value = line.partition(":")
+        if not sep or not name or not name.isprintable() or " " in name:
+            skipped += 1
+            continue
+        if composite:
+            current[name] = subfields(value)
+        elif value.isdigit() and value.isascii() and len(value) <= safe_digits:
+            # The common case (counters), inlined: no call, no try.
+            current[name] = value if name in text_fields else int(value)
+        elif name in text_fields:
+            current[name] = value
+        else:
+            current[name] = scalar(value)
+
+    if not preamble:
+        del sections[""]
+    return ParsedInfo(sections=sections, skipped_lines=skipped)
+
+
+def parse_subfields(value: str) -> dict[str, Scalar]:
+    """Parse `k=v,k=v` into a dict of scalars, dropping items without `=` or a key.
+
+    Public because a few plain-section fields use the same form and callers may want
+    them split: replication `slave0:ip=...,port=...,lag=0`, server `listener0:...`,
+    modules `module:name=...`, scripting engines `engine_0:...`.
+    """
+    out: dict[str, Scalar] = {}
+    for item in value.split(","):
+        key, sep, sub = item.partition("=")
+        if sep and key:
+            out[key] = _scalar(sub)
+    return out
+
+
+def _scalar(text: str) -> Scalar:
+    """int for an ASCII decimal integer, float for a finite fixed-point decimal, else str."""
+    # isascii() first: str.isdigit() also accepts digits like "²" that int() rejects.
+    if text.isascii():
+        body = text[1:] if text[:1] in ("-", "+") else text
+        if body.isdigit():
+            if len(body) <= _ALWAYS_SAFE_INT_DIGITS:
+                return int(text)
+            try:
+                return int(text)
+            except ValueError:  # past sys.get_int_max_str_digits() (4300 by default)
+                return text
+        # Fixed-point only: float() would also take "nan", "inf", "1e5" and "1_0".
+        if "." in body and body.replace(".", "", 1).isdigit():
+            number = float(text)
+            if _isfinite(number):  # enough digits overflow to inf
+                return number
+    return text
+
+
+def detect_engine(info: ParsedInfo) -> Literal["valkey", "redis"]:
+    """Valkey reports valkey_version; both report redis_version (Valkey pins it at 7.2.4)."""
+    return "valkey" if info.get("server", "valkey_version") is not None else "redis"
+
+
+def engine_version(info: ParsedInfo) -> str | None:
+    """The engine's own version: valkey_version on Valkey, not its compat redis_version."""
+    version = info.get_str("server", "valkey_version")
+    return version if version is not None else info.get_str("server", "redis_version")
+
+
+def parse_version(text: str) -> tuple[int, int, int]:
+    """Leading `major[.minor[.patch]]` as ints; missing parts are 0, junk is (0, 0, 0).
+
+    Suffixes are ignored ("8.1.0-rc1" is (8, 1, 0)); a part of more than nine digits
+    makes the whole thing junk rather than a huge number.
+    """
+    match = _VERSION_RE.match(text.strip())
+    if match is None:
+        return (0, 0, 0)
+    major, minor, patch = match.groups()
+    return (int(major), int(minor or 0), int(patch or 0))

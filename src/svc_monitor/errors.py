@@ -1,0 +1,122 @@
+"""The error tree and the one place errors become HTTP responses.
+
+    AppError (400)
+    ├── NotFound (404)
+    ├── Conflict (409)
+    ├── Forbidden (403)
+    ├── Unprocessable (422)   bad input that passed the schema but not a rule (names the field)
+    ├── Unavailable (503)
+    └── NotSupported (501)
+
+Domain errors subclass these next to their service. Services raise them; api.py
+never catches them. Every expected failure carries a 4xx/501/503 status, so a 500
+always means a bug. Bodies follow the spec: `{statusCode, message, error}`.
+"""
+
+import logging
+from http import HTTPStatus
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+logger = logging.getLogger(__name__)
+
+
+class AppError(Exception):
+    status_code = 400
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+
+
+class NotFound(AppError):
+    status_code = 404
+
+
+class Conflict(AppError):
+    status_code = 409
+
+
+class Forbidden(AppError):
+    status_code = 403
+
+
+class Unprocessable(AppError):
+    status_code = 422
+
+
+class Unavailable(AppError):
+    status_code = 503
+
+
+class NotSupported(AppError):
+    status_code = 501
+
+
+class ErrorBody(BaseModel):
+    """The body of every error response."""
+
+    statusCode: int
+    message: str
+    error: str
+    fields: list[str] | None = None
+
+
+def error_body(status_code: int, message: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "statusCode": status_code,
+        "message": message,
+        "error": HTTPStatus(status_code).phrase,
+        **extra,
+    }
+
+
+def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """The `responses=` entry of a route, so OpenAPI lists the errors it can answer."""
+    return {s: {"description": HTTPStatus(s).phrase, "model": ErrorBody} for s in statuses}
+
+
+async def _app_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, AppError)
+    extra = {"field": exc.field} if exc.field else {}
+    return JSONResponse(error_body(exc.status_code, exc.message, **extra), exc.status_code)
+
+
+async def _http_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    return JSONResponse(
+        error_body(exc.status_code, str(exc.detail)), exc.status_code, headers=exc.headers
+    )
+
+
+async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    problems = [_describe(item) for item in exc.errors()]
+    fields = [p[0] for p in problems if p[0]]
+    message = "; ".join(f"{name}: {text}" if name else text for name, text in problems)
+    return JSONResponse(error_body(422, message, fields=fields), 422)
+
+
+def _describe(item: Any) -> tuple[str, str]:
+    # loc is ("body", "port") or ("header", "x-connection-id"): the first part is where, not what.
+    loc = [str(p) for p in item.get("loc", ()) if p not in ("body", "query", "path", "header")]
+    text = str(item.get("msg", "invalid")).removeprefix("Value error, ")
+    return ".".join(loc), text
+
+
+async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
+    logger.error("unhandled error", exc_info=exc)
+    return JSONResponse(error_body(500, "Internal server error"), 500)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(AppError, _app_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(Exception, _unexpected)

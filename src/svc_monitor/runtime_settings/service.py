@@ -1,0 +1,75 @@
+"""Runtime settings: environment defaults, overridden by what was saved through the API."""
+
+import time
+from typing import Any
+
+from pydantic import ValidationError
+
+from svc_monitor.config import Settings
+from svc_monitor.runtime_settings.schemas import (
+    RuntimeSettingsRead,
+    RuntimeSettingsUpdate,
+    RuntimeSettingsValues,
+)
+from svc_monitor.runtime_settings.store import RuntimeSettingsStore
+
+
+class RuntimeSettingsService:
+    """Settings changeable without a restart; pollers read `current()` at every tick."""
+
+    def __init__(self, store: RuntimeSettingsStore, settings: Settings) -> None:
+        self._store = store
+        self._settings = settings
+
+    def defaults(self) -> RuntimeSettingsValues:
+        s = self._settings
+        return RuntimeSettingsValues(
+            auditPollIntervalMs=s.AUDIT_POLL_INTERVAL_MS,
+            clientAnalyticsPollIntervalMs=s.CLIENT_ANALYTICS_POLL_INTERVAL_MS,
+            anomalyPollIntervalMs=s.ANOMALY_POLL_INTERVAL_MS,
+            anomalyCacheTtlMs=s.ANOMALY_CACHE_TTL_MS,
+            anomalyPrometheusIntervalMs=s.ANOMALY_PROMETHEUS_INTERVAL_MS,
+        )
+
+    async def read(self) -> RuntimeSettingsRead:
+        stored = await self._store.load()
+        if stored is None:
+            return self._view(self.defaults(), source="environment", updated_at=None)
+        values, updated_at = stored
+        return self._view(self._merge(values), source="database", updated_at=updated_at)
+
+    async def current(self) -> RuntimeSettingsValues:
+        return (await self.read()).settings
+
+    async def update(self, change: RuntimeSettingsUpdate) -> RuntimeSettingsRead:
+        stored = await self._store.load()
+        values: dict[str, Any] = stored[0] if stored else {}
+        values.update(change.model_dump(exclude_none=True))
+        now = int(time.time() * 1000)
+        await self._store.save(values, updated_at=now)
+        return self._view(self._merge(values), source="database", updated_at=now)
+
+    async def reset(self) -> RuntimeSettingsRead:
+        await self._store.clear()
+        return self._view(self.defaults(), source="environment", updated_at=None)
+
+    def _merge(self, stored: dict[str, Any]) -> RuntimeSettingsValues:
+        merged = self.defaults().model_dump() | stored
+        try:
+            return RuntimeSettingsValues.model_validate(merged)
+        except ValidationError:
+            # A row written by another version with names we no longer know: keep what fits.
+            known = {k: v for k, v in merged.items() if k in RuntimeSettingsValues.model_fields}
+            return RuntimeSettingsValues.model_validate(self.defaults().model_dump() | known)
+
+    def _view(
+        self, values: RuntimeSettingsValues, *, source: str, updated_at: int | None
+    ) -> RuntimeSettingsRead:
+        return RuntimeSettingsRead.model_validate(
+            {
+                "settings": values,
+                "source": source,
+                "persisted": self._store.persistent,
+                "updatedAt": updated_at,
+            }
+        )

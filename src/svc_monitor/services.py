@@ -1,0 +1,41 @@
+"""The object graph `create_app` builds, and the dependency that hands it to routes."""
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated
+
+from fastapi import Depends, Request
+
+from svc_monitor.config import Settings
+from svc_monitor.storage.app_meta import AppMetaStore
+from svc_monitor.storage.database import Database
+
+if TYPE_CHECKING:
+    from svc_monitor.connections.live import LiveConnections
+    from svc_monitor.connections.secrets import SecretBox
+    from svc_monitor.connections.service import ConnectionService
+    from svc_monitor.runtime_settings.service import RuntimeSettingsService
+    from svc_monitor.system.service import HealthService
+    from svc_monitor.system.version_check import VersionService
+
+
+@dataclass(frozen=True, slots=True)
+class Services:
+    """Every long-lived service of one app instance (no module-level singletons)."""
+
+    settings: Settings
+    db: Database
+    secrets: "SecretBox"
+    meta: "AppMetaStore"
+    live: "LiveConnections"
+    connections: "ConnectionService"
+    runtime_settings: "RuntimeSettingsService"
+    health: "HealthService"
+    versions: "VersionService"
+
+
+def get_services(request: Request) -> Services:
+    services: Services = request.app.state.services
+    return services
+
+
+ServicesDep = Annotated[Services, Depends(get_services)]

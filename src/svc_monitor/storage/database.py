@@ -1,0 +1,155 @@
+"""The storage backend chosen by STORAGE_TYPE, behind one async interface.
+
+memory, sqlite and postgres use SQLAlchemy's async engines. turso's driver
+(libsql) is synchronous, so its engine runs on one dedicated thread: the loop
+never blocks, and libsql connections are never shared between threads.
+
+Stores hand `run()` a plain function of a synchronous `Connection`; it runs in one
+transaction on whichever engine this is. That keeps each query written once.
+"""
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from sqlalchemy import Connection, Engine, Executable, Row, create_engine, event, text
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.pool import StaticPool
+
+from svc_monitor.config import Settings, StorageType
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class Database:
+    """The service's own storage: history, connections, settings."""
+
+    def __init__(
+        self,
+        kind: StorageType,
+        *,
+        async_engine: AsyncEngine | None = None,
+        sync_engine: Engine | None = None,
+    ) -> None:
+        self.kind = kind
+        self._async_engine = async_engine
+        self._sync_engine = sync_engine
+        self._thread = ThreadPoolExecutor(1, "svc-storage") if sync_engine is not None else None
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> "Database":
+        kind = settings.STORAGE_TYPE
+        if kind is StorageType.MEMORY:
+            # One shared connection: every new connection to ":memory:" would be a new, empty DB.
+            engine = create_async_engine(
+                "sqlite+aiosqlite://",
+                poolclass=StaticPool,
+                connect_args={"check_same_thread": False},
+            )
+            _sqlite_pragmas(engine.sync_engine, wal=False)
+            return cls(kind, async_engine=engine)
+        if kind is StorageType.SQLITE:
+            path = settings.STORAGE_SQLITE_FILEPATH.expanduser().resolve()
+            path.parent.mkdir(parents=True, exist_ok=True)
+            engine = create_async_engine(f"sqlite+aiosqlite:///{path}")
+            _sqlite_pragmas(engine.sync_engine, wal=True)
+            return cls(kind, async_engine=engine)
+        assert settings.STORAGE_URL is not None  # Settings refuses to start without it
+        url = settings.STORAGE_URL.get_secret_value()
+        if kind is StorageType.POSTGRES:
+            engine = create_async_engine(postgres_url(url), pool_size=5, max_overflow=5)
+            return cls(kind, async_engine=engine)
+        token = settings.STORAGE_AUTH_TOKEN
+        connect_args = {"auth_token": token.get_secret_value()} if token else {}
+        sync_engine = create_engine(libsql_url(url), connect_args=connect_args)
+        return cls(kind, sync_engine=sync_engine)
+
+    async def run(self, work: Callable[[Connection], T]) -> T:
+        """Run `work` in one transaction and return what it returns."""
+        if self._async_engine is not None:
+            async with self._async_engine.begin() as conn:
+                return await conn.run_sync(work)
+        assert self._sync_engine is not None and self._thread is not None
+        engine = self._sync_engine
+
+        def in_thread() -> T:
+            with engine.begin() as conn:
+                return work(conn)
+
+        return await asyncio.get_running_loop().run_in_executor(self._thread, in_thread)
+
+    async def fetch_all(self, statement: Executable) -> Sequence[Row[Any]]:
+        return await self.run(lambda conn: conn.execute(statement).all())
+
+    async def fetch_one(self, statement: Executable) -> Row[Any] | None:
+        return await self.run(lambda conn: conn.execute(statement).first())
+
+    async def execute(self, statement: Executable) -> int:
+        """Run one statement; the number of rows it touched."""
+        return await self.run(lambda conn: conn.execute(statement).rowcount)
+
+    async def ping(self) -> None:
+        await self.run(lambda conn: conn.execute(text("SELECT 1")).scalar_one())
+
+    async def migrate(self) -> None:
+        # Imported here: Alembic is only needed once, at startup, and costs ~50 ms to import.
+        from svc_monitor.storage.migrate import upgrade_to_head
+
+        await self.run(upgrade_to_head)
+
+    @property
+    def persistent(self) -> bool:
+        return self.kind is not StorageType.MEMORY
+
+    async def close(self) -> None:
+        if self._async_engine is not None:
+            await self._async_engine.dispose()
+        if self._sync_engine is not None:
+            assert self._thread is not None
+            engine = self._sync_engine
+            await asyncio.get_running_loop().run_in_executor(self._thread, engine.dispose)
+            self._thread.shutdown(wait=True)
+
+
+def _sqlite_pragmas(engine: Engine, *, wal: bool) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _: Any) -> None:
+        cursor = dbapi_conn.cursor()
+        cursor.execute("PRAGMA foreign_keys=ON")
+        if wal:
+            # WAL lets readers go on while the poller writes.
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.close()
+
+
+def postgres_url(url: str) -> str:
+    """postgres://, postgresql:// or postgresql+asyncpg:// as asyncpg's SQLAlchemy URL."""
+    parts = urlsplit(url)
+    query = dict(parse_qsl(parts.query))
+    # libpq's sslmode is asyncpg's ssl.
+    if "sslmode" in query:
+        query["ssl"] = query.pop("sslmode")
+    return urlunsplit(parts._replace(scheme="postgresql+asyncpg", query=urlencode(query)))
+
+
+def libsql_url(url: str) -> str:
+    """A turso/libSQL URL as the sqlalchemy-libsql dialect's URL."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme == "file":
+        # file:relative.db, file:///abs.db and file:/abs.db all name a local file.
+        path = Path(parts.netloc + parts.path).expanduser().resolve()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return f"sqlite+libsql:///{path}"
+    secure = scheme in ("libsql", "https", "wss")
+    query = dict(parse_qsl(parts.query))
+    if secure:
+        query["secure"] = "true"
+    return urlunsplit(("sqlite+libsql", parts.netloc, parts.path, urlencode(query), ""))

@@ -1,0 +1,57 @@
+"""Bodies of /health and /version."""
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from svc_monitor.connections.schemas import Capabilities
+
+
+class ApiHealth(BaseModel):
+    status: Literal["ok"]
+    version: str
+    uptimeSeconds: float
+
+
+class StorageHealth(BaseModel):
+    status: Literal["ok", "error"]
+    type: str
+    persistent: bool
+    error: str | None = None
+
+
+class DatabaseHealth(BaseModel):
+    """The engine of the selected connection (X-Connection-Id, else the default)."""
+
+    status: Literal["connected", "disconnected"]
+    connectionId: str | None = None
+    name: str | None = None
+    host: str | None = None
+    port: int | None = None
+    type: Literal["valkey", "redis"] | None = None
+    version: str | None = None
+    capabilities: Capabilities | None = None
+    error: str | None = None
+    errorKind: str | None = None
+
+
+class HealthRead(BaseModel):
+    """200 while the service is up, even when the engine is down (the `database` part says so);
+    503 when its own storage does not answer."""
+
+    status: Literal["ok", "degraded", "error"] = Field(
+        description="ok: all parts fine; degraded: the engine is down; error: storage is down"
+    )
+    api: ApiHealth
+    storage: StorageHealth
+    database: DatabaseHealth
+
+
+class VersionRead(BaseModel):
+    current: str
+    latest: str | None = Field(description="null until a check succeeds, and when air-gapped")
+    updateAvailable: bool
+    releaseUrl: str | None
+    checkedAt: int | None = Field(description="epoch ms of the last successful check")
+    versionCheckIntervalMs: int
+    airGapped: bool

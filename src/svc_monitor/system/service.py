@@ -1,0 +1,79 @@
+"""Health of the service's parts: the API itself, its storage, the selected engine."""
+
+import time
+
+from svc_monitor import __version__
+from svc_monitor.connections.schemas import Capabilities
+from svc_monitor.connections.service import ConnectionService
+from svc_monitor.errors import NotFound
+from svc_monitor.storage.database import Database
+from svc_monitor.system.schemas import ApiHealth, DatabaseHealth, HealthRead, StorageHealth
+
+
+class HealthService:
+    """Answers /health by asking each part, with every engine call under its deadline."""
+
+    def __init__(self, db: Database, connections: ConnectionService) -> None:
+        self._db = db
+        self._connections = connections
+        self._started = time.monotonic()
+
+    async def health(self, connection_id: str | None) -> HealthRead:
+        storage = await self._storage()
+        database = await self._database(connection_id) if storage.status == "ok" else None
+        if database is None:
+            database = DatabaseHealth(status="disconnected", error="storage is unavailable")
+        status = "ok"
+        if storage.status != "ok":
+            status = "error"
+        elif database.status != "connected":
+            status = "degraded"
+        return HealthRead(
+            status=status,
+            api=ApiHealth(
+                status="ok",
+                version=__version__,
+                uptimeSeconds=round(time.monotonic() - self._started, 3),
+            ),
+            storage=storage,
+            database=database,
+        )
+
+    async def _storage(self) -> StorageHealth:
+        kind, persistent = self._db.kind.value, self._db.persistent
+        try:
+            await self._db.ping()
+        except Exception as exc:  # any driver failure means the same thing here
+            return StorageHealth(
+                status="error", type=kind, persistent=persistent, error=type(exc).__name__
+            )
+        return StorageHealth(status="ok", type=kind, persistent=persistent)
+
+    async def _database(self, connection_id: str | None) -> DatabaseHealth:
+        try:
+            connection = await self._connections.resolve(connection_id)
+        except NotFound as exc:
+            if connection_id is not None:
+                raise  # an unknown X-Connection-Id is the caller's mistake: 404
+            return DatabaseHealth(status="disconnected", error=exc.message)
+        where = {
+            "connectionId": connection.id,
+            "name": connection.name,
+            "host": connection.host,
+            "port": connection.port,
+        }
+        if connection.secret_error:
+            return DatabaseHealth(status="disconnected", error=connection.secret_error, **where)
+        seen = await self._connections.check(connection)
+        if not seen.connected or seen.identity is None:
+            assert seen.error is not None
+            return DatabaseHealth(
+                status="disconnected", error=seen.error.message, errorKind=seen.error.kind, **where
+            )
+        return DatabaseHealth(
+            status="connected",
+            type=seen.identity.type,
+            version=seen.identity.version,
+            capabilities=Capabilities(**seen.identity.capabilities.to_api()),
+            **where,
+        )
