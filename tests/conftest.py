@@ -1,1 +1,1 @@
-pytest_plugins = ["tests.fixtures.servers"]
+pytest_plugins = ["tests.fixtures.servers", "tests.fixtures.storage", "tests.fixtures.app"]

@@ -66,16 +66,22 @@ def create_app(settings: Settings, *, embedded_valkey_port: int | None = None) -
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        await _start(services, embedded_valkey_port=embedded_valkey_port)
-        background = [asyncio.create_task(services.versions.run(), name="version-check")]
+        try:
+            await _start(services, embedded_valkey_port=embedded_valkey_port)
+        except BaseException:
+            await _stop(services)
+            raise
+        background = [
+            asyncio.create_task(services.versions.run(), name="version-check"),
+            asyncio.create_task(_check_connections(services), name="first-check"),
+        ]
         try:
             yield
         finally:
             for task in background:
                 task.cancel()
             await asyncio.gather(*background, return_exceptions=True)
-            await services.live.close()
-            await services.db.close()
+            await _stop(services)
 
     app = FastAPI(
         title="svc-monitor",
@@ -96,12 +102,26 @@ def create_app(settings: Settings, *, embedded_valkey_port: int | None = None) -
     return app
 
 
+async def _stop(services: Services) -> None:
+    await services.live.close()
+    await services.db.close()
+
+
 async def _start(services: Services, *, embedded_valkey_port: int | None) -> None:
     await services.db.migrate()
     if not services.secrets.encrypting:
         logger.warning("ENCRYPTION_KEY is not set: connection passwords are stored in plain text")
     await _check_encryption_key(services)
     await services.connections.start(embedded_port=embedded_valkey_port)
+
+
+async def _check_connections(services: Services) -> None:
+    """Detect every engine once at startup, so the first /health and the connection list
+    answer with engine facts at once; a slow or dead instance only delays its own entry."""
+    connections = [c for c in await services.connections.list() if not c.secret_error]
+    await asyncio.gather(
+        *(services.connections.check(c) for c in connections), return_exceptions=True
+    )
 
 
 async def _check_encryption_key(services: Services) -> None:

@@ -8,8 +8,11 @@ A bad environment variable ends the process with one line naming it (exit 2).
 
 import argparse
 import asyncio
+import contextlib
 import logging
+import signal
 import sys
+from collections.abc import Iterator
 from typing import NoReturn
 
 from pydantic import ValidationError
@@ -59,6 +62,7 @@ def serve(settings: Settings, *, embedded_valkey: bool) -> None:
             embedded.port,
             embedded.pid,
         )
+    received: list[int] = []
     try:
         app = create_app(settings, embedded_valkey_port=embedded.port if embedded else None)
         config = uvicorn.Config(
@@ -72,11 +76,30 @@ def serve(settings: Settings, *, embedded_valkey: bool) -> None:
             server_header=False,
             lifespan="on",
         )
-        logger.info("svc-monitor %s on http://%s:%d", __version__, settings.BIND_HOST, settings.PORT)
-        uvicorn.Server(config).run()
+        logger.info(
+            "svc-monitor %s on http://%s:%d", __version__, settings.BIND_HOST, settings.PORT
+        )
+        with _deferred_sigterm(received):
+            uvicorn.Server(config).run()
     finally:
         if embedded is not None:
             embedded.stop()
+    if received:
+        # End the way uvicorn meant to, killed by SIGTERM, now that cleanup has run.
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.raise_signal(signal.SIGTERM)
+
+
+@contextlib.contextmanager
+def _deferred_sigterm(received: list[int]) -> Iterator[None]:
+    """After a graceful shutdown uvicorn re-raises the SIGTERM it caught, which with the default
+    handler ends the process at once: `finally` blocks never run, so the embedded Valkey's
+    directory was left behind (and on non-Linux the server too). Record it instead."""
+    previous = signal.signal(signal.SIGTERM, lambda signum, _frame: received.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _parser() -> argparse.ArgumentParser:

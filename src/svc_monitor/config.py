@@ -157,7 +157,9 @@ class Settings(BaseSettings):
     def _unknown_export_mode_is_mirror(cls, value: Any) -> Any:
         # The spec: an unknown mode logs a warning and falls back, it does not stop the service.
         if isinstance(value, str) and value.strip().lower() not in {m.value for m in ExportMode}:
-            logger.warning("OTEL_METRICS_EXPORT_MODE=%r is not mirror or semconv; using mirror", value)
+            logger.warning(
+                "OTEL_METRICS_EXPORT_MODE=%r is not mirror or semconv; using mirror", value
+            )
             return ExportMode.MIRROR
         return value.strip().lower() if isinstance(value, str) else value
 
@@ -227,7 +229,9 @@ def _check_turso(url: SecretStr | None, token: SecretStr | None) -> None:
     assert url is not None  # checked by the caller
     scheme = urlsplit(url.get_secret_value()).scheme.lower()
     if scheme not in ("libsql", "https", "http", "file", "wss", "ws"):
-        raise ValueError("STORAGE_URL for turso must be a libsql://, https://, http:// or file: URL")
+        raise ValueError(
+            "STORAGE_URL for turso must be a libsql://, https://, http:// or file: URL"
+        )
     if scheme in ("libsql", "wss") and token is None:
         raise ValueError(f"STORAGE_AUTH_TOKEN is required for a {scheme}:// STORAGE_URL")
     if scheme in ("http", "ws") and token is not None:

@@ -84,7 +84,8 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
 
 async def _app_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, AppError)
-    extra = {"field": exc.field} if exc.field else {}
+    # The same shape as a schema 422: the names of the fields at fault, as a list.
+    extra = {"fields": [exc.field]} if exc.field else {}
     return JSONResponse(error_body(exc.status_code, exc.message, **extra), exc.status_code)
 
 

@@ -29,13 +29,15 @@ def parse_connection_url(url: str) -> ParsedUrl:
         raise ValueError("must start with redis://, rediss://, valkey:// or valkeys://")
     if not parts.hostname:
         raise ValueError("has no host")
+    if not is_plain_host(parts.hostname):
+        raise ValueError(f"host '{parts.hostname}' is not a host name or IP address")
     if port == 0:
         raise ValueError("port must be between 1 and 65535")
     db: int | None = None
     path = parts.path.strip("/")
     if path:
-        if not path.isdigit():
-            raise ValueError(f"database '{path}' is not a number")
+        if not _is_decimal(path) or int(path) > 65535:
+            raise ValueError(f"database '{path}' is not a number from 0 to 65535")
         db = int(path)
     return ParsedUrl(
         host=parts.hostname,
@@ -47,11 +49,18 @@ def parse_connection_url(url: str) -> ParsedUrl:
     )
 
 
+def is_plain_host(name: str) -> bool:
+    """A name or address with nothing that would change what a URL or command means."""
+    return bool(name) and not any(c.isspace() or c in "/@?#[]" for c in name)
+
+
 def split_host_port(host: str) -> tuple[str, int | None]:
     """`example.com:12000` -> ("example.com", 12000); `[::1]:6380` and bare IPv6 work too."""
     host = host.strip()
     if host.startswith("["):
-        inside, _, rest = host[1:].partition("]")
+        inside, bracket, rest = host[1:].partition("]")
+        if not bracket:
+            raise ValueError("has an IPv6 address without its closing ']'")
         if not rest:
             return inside, None
         if not rest.startswith(":"):
@@ -63,7 +72,12 @@ def split_host_port(host: str) -> tuple[str, int | None]:
     return host, None  # a name, an IPv4 address or a bare IPv6 address
 
 
+def _is_decimal(text: str) -> bool:
+    # str.isdigit() also accepts '²' (which int() refuses) and other scripts' digits.
+    return text.isascii() and text.isdigit()
+
+
 def _port(text: str) -> int:
-    if not text.isdigit() or not 1 <= int(text) <= 65535:
+    if not _is_decimal(text) or not 1 <= int(text) <= 65535:
         raise ValueError(f"port '{text}' must be a number between 1 and 65535")
     return int(text)

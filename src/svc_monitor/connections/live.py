@@ -119,4 +119,3 @@ class LiveConnections:
         task = asyncio.get_running_loop().create_task(client.close())
         self._closing.add(task)
         task.add_done_callback(self._closing.discard)
-

@@ -43,6 +43,9 @@ class Connection:
     updated_at: int  # epoch ms
     # A stored secret that would not open: the connection is listed but cannot connect.
     secret_error: str | None = None
+    # Which secrets those were ("password", "sshTunnel"): an edit must send them again,
+    # or saving would overwrite what is stored with nothing.
+    unreadable: frozenset[str] = frozenset()
 
 
 def forced_engine(db_type: DbType) -> Literal["valkey", "redis"] | None:

@@ -2,18 +2,25 @@
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 from pydantic.alias_generators import to_camel
 
-from svc_monitor.connections.addresses import parse_connection_url, split_host_port
+from svc_monitor.connections.addresses import (
+    is_plain_host,
+    parse_connection_url,
+    split_host_port,
+)
 from svc_monitor.connections.models import DbType
 
 Name = Annotated[str, Field(min_length=1, max_length=100)]
 Host = Annotated[str, Field(min_length=1, max_length=255)]
 Port = Annotated[int, Field(ge=1, le=65535)]
-Secret = Annotated[str, Field(max_length=1024)]
+# Secrets are taken as typed: a space at either end is part of a password, and an OpenSSH
+# key without its final newline is refused by OpenSSH ("invalid format").
+_AsTyped = StringConstraints(strip_whitespace=False)
+Secret = Annotated[str, _AsTyped, Field(max_length=1024)]
 # An OpenSSH or PEM private key is a few KiB; anything far larger is not a key.
-PrivateKey = Annotated[str, Field(min_length=1, max_length=32 * 1024)]
+PrivateKey = Annotated[str, _AsTyped, Field(min_length=1, max_length=32 * 1024)]
 
 
 class ApiModel(BaseModel):
@@ -72,7 +79,7 @@ class ConnectionFields(ApiModel):
     def _host_parses(cls, host: str | None) -> str | None:
         if host is not None:
             name, _ = split_host_port(host)
-            if not name or any(c.isspace() or c in "/@?#" for c in name):
+            if not is_plain_host(name):
                 raise ValueError("must be a host name or IP address, optionally with :port")
         return host
 

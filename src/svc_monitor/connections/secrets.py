@@ -12,11 +12,12 @@ Stored forms:
 
 import base64
 import os
+from typing import TYPE_CHECKING
 
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
 from pydantic import SecretStr
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 _SEALED = "v1:"
 _PLAIN = "plain:"
@@ -34,9 +35,14 @@ class SecretUndecryptable(Exception):
 class SecretBox:
     """Seals and opens secrets for storage."""
 
+    _kek: "AESGCM | None" = None
+
     def __init__(self, key: SecretStr | None, *, salt: str) -> None:
-        self._kek: AESGCM | None = None
         if key is not None:
+            # Imported only when a key is set: cryptography adds ~6.5 MB resident.
+            from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+            from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
+
             derived = Scrypt(salt=salt.encode(), length=32, n=_SCRYPT_N, r=8, p=1).derive(
                 key.get_secret_value().encode()
             )
@@ -49,6 +55,8 @@ class SecretBox:
     def seal(self, plaintext: str, *, context: str) -> str:
         if self._kek is None:
             return _PLAIN + plaintext
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
         aad = context.encode()
         data_key = AESGCM.generate_key(bit_length=256)
         wrap_nonce, nonce = os.urandom(_NONCE), os.urandom(_NONCE)
@@ -70,6 +78,9 @@ class SecretBox:
             raise SecretUndecryptable("secret is not valid base64") from None
         if len(blob) < _NONCE + _WRAPPED_KEY + _NONCE + 16:
             raise SecretUndecryptable("secret is truncated")
+        from cryptography.exceptions import InvalidTag
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
         aad = context.encode()
         wrap_nonce, rest = blob[:_NONCE], blob[_NONCE:]
         wrapped, rest = rest[:_WRAPPED_KEY], rest[_WRAPPED_KEY:]

@@ -123,7 +123,9 @@ class ConnectionService:
         embedded = replace(self._from_environment(host="127.0.0.1", port=port), name="Embedded")
         existing = {c.id: c for c in await self._store.list()}
         if ENV_DEFAULT_ID in existing:
-            await self._store.update(replace(embedded, created_at=existing[ENV_DEFAULT_ID].created_at))
+            await self._store.update(
+                replace(embedded, created_at=existing[ENV_DEFAULT_ID].created_at)
+            )
             await self._store.set_default(ENV_DEFAULT_ID)
         else:
             await self._store.insert(embedded)
@@ -156,7 +158,7 @@ class ConnectionService:
         return default
 
     def client(self, connection: Connection) -> EngineClient:
-        if connection.secret_error:
+        if "password" in connection.unreadable:
             raise Conflict(
                 f"The stored password of connection '{connection.id}' cannot be decrypted: "
                 f"{connection.secret_error}. Enter it again."
@@ -203,11 +205,17 @@ class ConnectionService:
     async def update(self, connection_id: str, body: ConnectionUpdate) -> Connection:
         current = await self.get(connection_id)
         changed = body.model_fields_set
-        if current.secret_error and "password" not in changed and "url" not in changed:
+        if "password" in current.unreadable and not changed & {"password", "url"}:
             raise Conflict(
                 "The stored password cannot be decrypted with this ENCRYPTION_KEY; "
                 "send the password with the change",
                 field="password",
+            )
+        if "sshTunnel" in current.unreadable and "ssh_tunnel" not in changed:
+            raise Conflict(
+                "The stored SSH tunnel secrets cannot be decrypted with this ENCRYPTION_KEY; "
+                "send sshTunnel with the change",
+                field="sshTunnel",
             )
         reach = self._reach(body, base=current)
         tunnel = current.ssh_tunnel
@@ -228,6 +236,7 @@ class ConnectionService:
             ssh_tunnel=tunnel,
             updated_at=_now_ms(),
             secret_error=None,
+            unreadable=frozenset(),
         )
         if not await self._store.update(updated):
             raise ConnectionNotFound(f"Connection '{connection_id}' not found", field="id")
@@ -323,11 +332,9 @@ class ConnectionService:
             host=body.host,
             port=body.port,
             username=body.username,
-            password=body.password if body.password is not None else keep and keep.password,
-            private_key=body.private_key
-            if body.private_key is not None
-            else keep and keep.private_key,
-            passphrase=body.passphrase if body.passphrase is not None else keep and keep.passphrase,
+            password=_given_or(body.password, keep.password if keep else None),
+            private_key=_given_or(body.private_key, keep.private_key if keep else None),
+            passphrase=_given_or(body.passphrase, keep.passphrase if keep else None),
             private_key_path=body.private_key_path,
             host_key_fingerprint=body.host_key_fingerprint,
         )
@@ -336,11 +343,20 @@ class ConnectionService:
         key_dir = self._settings.SVC_SSH_KEY_DIR
         field = "sshTunnel.privateKeyPath"
         if key_dir is None:
-            raise Unprocessable("key files are disabled: SVC_SSH_KEY_DIR is not set", field=field)
+            raise Unprocessable(
+                f"{field}: key files are disabled: SVC_SSH_KEY_DIR is not set", field=field
+            )
         root = key_dir.expanduser().resolve()
         candidate = (root / Path(relative)).resolve()
         if Path(relative).is_absolute() or not candidate.is_relative_to(root):
-            raise Unprocessable("must be a path inside SVC_SSH_KEY_DIR", field=field)
+            raise Unprocessable(f"{field}: must be a path inside SVC_SSH_KEY_DIR", field=field)
+
+
+def _given_or(given: str | None, stored: str | None) -> str | None:
+    """An absent secret keeps the stored one; an empty one clears it."""
+    if given is None:
+        return stored
+    return given or None
 
 
 def _now_ms() -> int:

@@ -78,9 +78,7 @@ class ConnectionStore:
             ).first()
             if exists is None:
                 return False
-            conn.execute(
-                update(connections).values(is_default=connections.c.id == connection_id)
-            )
+            conn.execute(update(connections).values(is_default=connections.c.id == connection_id))
             return True
 
         return await self._db.run(flip)
@@ -126,7 +124,11 @@ class ConnectionStore:
                     if k in _SSH_SECRETS
                 )
                 if plain_password or plain_tunnel:
-                    values = self._to_row(self._to_model(row))
+                    model = self._to_model(row)
+                    if model.secret_error:
+                        # Its secrets did not all open: rewriting the row would erase them.
+                        continue
+                    values = self._to_row(model)
                     conn.execute(
                         update(connections)
                         .where(connections.c.id == row.id)
@@ -174,16 +176,27 @@ class ConnectionStore:
             created_at=row.created_at,
             updated_at=row.updated_at,
         )
+        # Each secret opens on its own, so one bad value does not hide the others.
+        errors: dict[str, str] = {}
+        password = tunnel = None
         try:
-            password = (
-                None
-                if row.password is None
-                else self._secrets.open(row.password, context=f"connections:{row.id}:password")
-            )
-            tunnel = None if row.ssh_tunnel is None else self._ssh_from_json(row.id, row.ssh_tunnel)
+            if row.password is not None:
+                context = f"connections:{row.id}:password"
+                password = self._secrets.open(row.password, context=context)
         except SecretUndecryptable as exc:
-            return replace(connection, secret_error=str(exc))
-        return replace(connection, password=password, ssh_tunnel=tunnel)
+            errors["password"] = str(exc)
+        try:
+            if row.ssh_tunnel is not None:
+                tunnel = self._ssh_from_json(row.id, row.ssh_tunnel)
+        except SecretUndecryptable as exc:
+            errors["sshTunnel"] = str(exc)
+        return replace(
+            connection,
+            password=password,
+            ssh_tunnel=tunnel,
+            secret_error="; ".join(f"{k}: {v}" for k, v in errors.items()) or None,
+            unreadable=frozenset(errors),
+        )
 
     def _ssh_to_json(self, connection_id: str, tunnel: SshTunnel) -> str:
         data: dict[str, Any] = {

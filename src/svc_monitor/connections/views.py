@@ -56,8 +56,15 @@ def to_engine_status(seen: EngineSnapshot | None) -> EngineStatus:
             errorKind=seen.error.kind,
             checkedAt=seen.checked_at_ms,
         )
-    assert seen.identity is not None
-    return EngineStatus(status="connected", checkedAt=seen.checked_at_ms, **_identity(seen.identity))
+    identity = seen.identity
+    assert identity is not None
+    return EngineStatus(
+        status="connected",
+        checkedAt=seen.checked_at_ms,
+        type=identity.type,
+        version=identity.version,
+        capabilities=_capabilities(identity),
+    )
 
 
 def to_test_result(outcome: TestOutcome) -> ConnectionTestResult:
@@ -68,15 +75,16 @@ def to_test_result(outcome: TestOutcome) -> ConnectionTestResult:
             errorKind=outcome.error.kind,
             latencyMs=outcome.latency_ms,
         )
-    assert outcome.identity is not None
+    identity = outcome.identity
+    assert identity is not None
     return ConnectionTestResult(
-        success=True, latencyMs=outcome.latency_ms, **_identity(outcome.identity)
+        success=True,
+        latencyMs=outcome.latency_ms,
+        type=identity.type,
+        version=identity.version,
+        capabilities=_capabilities(identity),
     )
 
 
-def _identity(identity: EngineIdentity) -> dict[str, object]:
-    return {
-        "type": identity.type,
-        "version": identity.version,
-        "capabilities": Capabilities(**identity.capabilities.to_api()),
-    }
+def _capabilities(identity: EngineIdentity) -> Capabilities:
+    return Capabilities(**identity.capabilities.to_api())

@@ -58,7 +58,10 @@ class EngineIdentity:
 
 async def detect(client: EngineClient, *, forced_type: EngineType | None = None) -> EngineIdentity:
     """Read INFO, then probe each feature in one round trip. Raises EngineError."""
-    info = await client.info("server", "replication", "cluster")
+    # Plain INFO (the default sections hold server, replication and cluster): Redis < 7.0
+    # answers INFO with several section names by "ERR syntax error", which would make every
+    # Redis 6.2 undetectable. Detection runs once per up transition, so the size is no matter.
+    info = await client.info()
     engine = forced_type or detect_engine(info)
     version = engine_version(info) or "0.0.0"
     at_least = _version_gate(parse_version(version))
@@ -107,4 +110,3 @@ def _version_gate(version: tuple[int, int, int]) -> Callable[[int, int], bool]:
         return version[:2] >= (major, minor)
 
     return at_least
-

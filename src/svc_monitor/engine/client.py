@@ -18,6 +18,10 @@ from svc_monitor.engine.errors import EngineError, translate
 from svc_monitor.engine.info import ParsedInfo, parse_info
 
 CLIENT_NAME = "svc-monitor"
+# valkey-py's pool fails a call at once ("Too many connections") when all of these are busy,
+# which made the fifth concurrent command on a healthy instance report it unreachable.
+# Callers past this many wait for a free connection inside the same deadline instead.
+MAX_CONNECTIONS = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +56,7 @@ class EngineClient:
         self.command_timeout_s = command_timeout_s
         # One deadline covers connect, auth and the reply, so nothing can stack up.
         self.deadline_s = connect_timeout_s + command_timeout_s
+        self._slots = asyncio.Semaphore(MAX_CONNECTIONS)
         tls_options: dict[str, Any] = {}
         if target.tls:
             tls_options = {
@@ -72,7 +77,7 @@ class EngineClient:
             retry=Retry(NoBackoff(), 0),
             retry_on_timeout=False,
             client_name=CLIENT_NAME,
-            max_connections=4,
+            max_connections=MAX_CONNECTIONS,
             decode_responses=False,
             protocol=2,
             **tls_options,
@@ -82,8 +87,8 @@ class EngineClient:
     async def execute(self, *args: Any) -> Any:
         """Run one command; EngineError on any failure."""
         try:
-            async with asyncio.timeout(self.deadline_s):
-                return await self._client.execute_command(*args)
+            async with asyncio.timeout(self.deadline_s), self._slots:
+                return await self._client.execute_command(*args)  # type: ignore[no-untyped-call]
         except EngineError:
             raise
         except Exception as exc:
@@ -102,7 +107,7 @@ class EngineClient:
     async def try_each(self, commands: Sequence[Sequence[Any]]) -> list[Any]:
         """Run commands in one round trip; each result is the reply or its EngineError."""
         try:
-            async with asyncio.timeout(self.deadline_s):
+            async with asyncio.timeout(self.deadline_s), self._slots:
                 pipe = self._client.pipeline(transaction=False)
                 for command in commands:
                     pipe.execute_command(*command)
@@ -115,4 +120,10 @@ class EngineClient:
         await self._client.aclose()
 
     def _translate(self, exc: BaseException) -> EngineError:
-        return translate(exc, address=self.target.address, timeout_s=self.deadline_s)
+        return translate(
+            exc,
+            address=self.target.address,
+            timeout_s=self.deadline_s,
+            connect_timeout_s=self.connect_timeout_s,
+            command_timeout_s=self.command_timeout_s,
+        )

@@ -56,8 +56,19 @@ _AUTH_CODES = (
 )
 
 
-def translate(exc: BaseException, *, address: str, timeout_s: float) -> EngineError:
-    """Map any exception raised while talking to `address` to an EngineError."""
+def translate(
+    exc: BaseException,
+    *,
+    address: str,
+    timeout_s: float,
+    connect_timeout_s: float | None = None,
+    command_timeout_s: float | None = None,
+) -> EngineError:
+    """Map any exception raised while talking to `address` to an EngineError.
+
+    `timeout_s` is the overall deadline; the connect and command timeouts, when given, name
+    the limit that actually fired when valkey-py's own socket timeout ended the call.
+    """
     if isinstance(exc, EngineError):
         return exc
     text = _text(exc)
@@ -66,7 +77,9 @@ def translate(exc: BaseException, *, address: str, timeout_s: float) -> EngineEr
     if isinstance(exc, vx.NoPermissionError):
         return EngineResponseError(text if text.startswith("NOPERM") else f"NOPERM {text}")
     if isinstance(exc, TimeoutError | asyncio.TimeoutError | vx.TimeoutError):
-        return EngineTimeout(f"Timed out after {timeout_s:g} s talking to {address}")
+        return EngineTimeout(
+            _timeout_message(exc, address, timeout_s, connect_timeout_s, command_timeout_s)
+        )
     if _is_tls(exc):
         return EngineTlsError(f"TLS error talking to {address}: {text}")
     if isinstance(exc, vx.ResponseError):
@@ -78,6 +91,24 @@ def translate(exc: BaseException, *, address: str, timeout_s: float) -> EngineEr
     if isinstance(exc, vx.DataError | vx.InvalidResponse):
         return EngineProtocolError(f"{address} did not answer like Valkey or Redis: {text}")
     return EngineError(text or type(exc).__name__)
+
+
+def _timeout_message(
+    exc: BaseException,
+    address: str,
+    deadline_s: float,
+    connect_timeout_s: float | None,
+    command_timeout_s: float | None,
+) -> str:
+    # valkey-py says "Timeout connecting to server" / "Timeout reading from ..."; our own
+    # asyncio.timeout deadline raises the builtin TimeoutError with no text.
+    text = str(exc)
+    if isinstance(exc, vx.TimeoutError) and text.startswith("Timeout connecting"):
+        if connect_timeout_s is not None:
+            return f"Could not connect to {address} within {connect_timeout_s:g} s"
+    elif isinstance(exc, vx.TimeoutError) and command_timeout_s is not None:
+        return f"{address} did not answer within {command_timeout_s:g} s"
+    return f"Timed out after {deadline_s:g} s talking to {address}"
 
 
 def _text(exc: BaseException) -> str:

@@ -1,6 +1,7 @@
 """Health of the service's parts: the API itself, its storage, the selected engine."""
 
 import time
+from typing import Literal
 
 from svc_monitor import __version__
 from svc_monitor.connections.schemas import Capabilities
@@ -23,7 +24,7 @@ class HealthService:
         database = await self._database(connection_id) if storage.status == "ok" else None
         if database is None:
             database = DatabaseHealth(status="disconnected", error="storage is unavailable")
-        status = "ok"
+        status: Literal["ok", "degraded", "error"] = "ok"
         if storage.status != "ok":
             status = "error"
         elif database.status != "connected":
@@ -56,24 +57,27 @@ class HealthService:
             if connection_id is not None:
                 raise  # an unknown X-Connection-Id is the caller's mistake: 404
             return DatabaseHealth(status="disconnected", error=exc.message)
-        where = {
-            "connectionId": connection.id,
-            "name": connection.name,
-            "host": connection.host,
-            "port": connection.port,
-        }
+        where = DatabaseHealth(
+            status="disconnected",
+            connectionId=connection.id,
+            name=connection.name,
+            host=connection.host,
+            port=connection.port,
+        )
         if connection.secret_error:
-            return DatabaseHealth(status="disconnected", error=connection.secret_error, **where)
+            return where.model_copy(update={"error": connection.secret_error})
         seen = await self._connections.check(connection)
         if not seen.connected or seen.identity is None:
             assert seen.error is not None
-            return DatabaseHealth(
-                status="disconnected", error=seen.error.message, errorKind=seen.error.kind, **where
+            return where.model_copy(
+                update={"error": seen.error.message, "errorKind": seen.error.kind}
             )
-        return DatabaseHealth(
-            status="connected",
-            type=seen.identity.type,
-            version=seen.identity.version,
-            capabilities=Capabilities(**seen.identity.capabilities.to_api()),
-            **where,
+        identity = seen.identity
+        return where.model_copy(
+            update={
+                "status": "connected",
+                "type": identity.type,
+                "version": identity.version,
+                "capabilities": Capabilities(**identity.capabilities.to_api()),
+            }
         )

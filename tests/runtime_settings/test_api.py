@@ -1,0 +1,76 @@
+import pytest
+
+from tests.fixtures.app import AppFactory, RunningApp
+
+DEFAULTS = {
+    "auditPollIntervalMs": 60000,
+    "clientAnalyticsPollIntervalMs": 60000,
+    "anomalyPollIntervalMs": 1000,
+    "anomalyCacheTtlMs": 3600000,
+    "anomalyPrometheusIntervalMs": 30000,
+}
+
+
+class TestRuntimeSettings:
+    async def test_defaults_come_from_the_environment(self, memory_app_factory: AppFactory):
+        async with memory_app_factory(AUDIT_POLL_INTERVAL_MS=5000) as app:
+            body = (await app.client.get("/api/settings")).json()
+        assert body["settings"] == {**DEFAULTS, "auditPollIntervalMs": 5000}
+        assert body["source"] == "environment"
+        assert body["persisted"] is False
+
+    async def test_partial_update_changes_only_what_was_sent(self, api: RunningApp):
+        response = await api.client.put("/api/settings", json={"anomalyPollIntervalMs": 2500})
+        assert response.status_code == 200
+        assert response.json()["settings"] == {**DEFAULTS, "anomalyPollIntervalMs": 2500}
+        again = (await api.client.get("/api/settings")).json()
+        assert again["settings"]["anomalyPollIntervalMs"] == 2500
+        assert again["source"] == "database"
+        assert isinstance(again["updatedAt"], int)
+
+    @pytest.mark.parametrize(
+        ("body", "field"),
+        [
+            pytest.param({"auditPollIntervalMs": 0}, "auditPollIntervalMs", id="zero"),
+            pytest.param({"anomalyCacheTtlMs": -5}, "anomalyCacheTtlMs", id="negative"),
+            pytest.param({"anomalyPollIntervalMs": "soon"}, "anomalyPollIntervalMs", id="text"),
+            pytest.param({"anomalyPollIntervalMs": 1.5}, "anomalyPollIntervalMs", id="fraction"),
+            pytest.param({"pollEverything": 10}, "pollEverything", id="unknown-name"),
+        ],
+    )
+    async def test_bad_value_422s_naming_the_field_and_keeps_stored(
+        self, api: RunningApp, body: dict[str, object], field: str
+    ):
+        await api.client.put("/api/settings", json={"auditPollIntervalMs": 7000})
+        response = await api.client.put("/api/settings", json=body)
+        assert response.status_code == 422
+        assert field in response.json()["fields"]
+        assert field in response.json()["message"]
+        current = (await api.client.get("/api/settings")).json()["settings"]
+        assert current["auditPollIntervalMs"] == 7000
+
+    async def test_reset_returns_to_environment_defaults(self, api: RunningApp):
+        await api.client.put("/api/settings", json={"anomalyCacheTtlMs": 10})
+        response = await api.client.post("/api/settings/reset")
+        assert response.status_code == 200
+        assert response.json()["settings"] == DEFAULTS
+        assert response.json()["source"] == "environment"
+        assert (await api.client.get("/api/settings")).json()["settings"] == DEFAULTS
+
+    async def test_changes_survive_a_restart(self, valkey_server, persistent_storage):
+        from tests.fixtures.app import make_settings, running_app, target_of
+
+        settings = make_settings(**target_of(valkey_server), **persistent_storage)
+        async with running_app(settings) as app:
+            await app.client.put("/api/settings", json={"clientAnalyticsPollIntervalMs": 1234})
+        async with running_app(settings) as app:
+            body = (await app.client.get("/api/settings")).json()
+        assert body["settings"]["clientAnalyticsPollIntervalMs"] == 1234
+        assert body["persisted"] is True
+
+    async def test_memory_storage_forgets_on_restart(self, memory_app_factory: AppFactory):
+        async with memory_app_factory() as app:
+            await app.client.put("/api/settings", json={"auditPollIntervalMs": 4321})
+        async with memory_app_factory() as app:
+            body = (await app.client.get("/api/settings")).json()
+        assert body["settings"] == DEFAULTS

@@ -1,0 +1,69 @@
+import pytest
+
+from tests.fixtures.app import AppFactory, RunningApp
+from tests.fixtures.servers import RunningServer, ServerFactory
+
+
+class TestHealth:
+    @pytest.mark.parametrize("path", ["/health", "/api/health"])
+    async def test_reports_valkey_engine_with_capabilities(self, api: RunningApp, path: str):
+        response = await api.client.get(path)
+        assert response.status_code == 200
+        body = response.json()
+        assert body["status"] == "ok"
+        assert body["storage"]["status"] == "ok"
+        database = body["database"]
+        assert database["status"] == "connected"
+        assert database["type"] == "valkey"
+        assert database["version"].startswith("9.1.")
+        assert database["capabilities"]["hasCommandLog"] is True
+        assert database["capabilities"]["hasSlotStats"] is True
+
+    async def test_engine_down_still_answers_200_with_the_error(
+        self, memory_app_factory: AppFactory, server_factory: ServerFactory
+    ):
+        server = server_factory.start("redis7")
+        async with memory_app_factory(DB_HOST=server.host, DB_PORT=server.port) as app:
+            assert (await app.client.get("/api/health")).json()["database"]["status"] == (
+                "connected"
+            )
+            server_factory.stop(server)
+            response = await app.client.get("/api/health")
+        assert response.status_code == 200
+        body = response.json()
+        assert body["status"] == "degraded"
+        assert body["database"]["status"] == "disconnected"
+        assert body["database"]["errorKind"] == "unreachable"
+        assert body["database"]["error"]
+
+    async def test_unknown_connection_id_404s_naming_it(self, api: RunningApp):
+        response = await api.client.get("/api/health", headers={"X-Connection-Id": "nope-123"})
+        assert response.status_code == 404
+        assert "nope-123" in response.json()["message"]
+
+    async def test_selects_the_connection_named_by_header(
+        self, api: RunningApp, redis7_server: RunningServer
+    ):
+        created = await api.client.post(
+            "/api/connections",
+            json={"name": "r7", "host": redis7_server.host, "port": redis7_server.port},
+        )
+        assert created.status_code == 201
+        response = await api.client.get(
+            "/api/health", headers={"X-Connection-Id": created.json()["id"]}
+        )
+        database = response.json()["database"]
+        assert database["type"] == "redis"
+        assert database["version"].startswith("7.0.")
+        assert database["capabilities"]["hasCommandLog"] is False
+        assert database["capabilities"]["hasSlotStats"] is False
+
+    async def test_storage_backend_is_named(self, app_factory: AppFactory):
+        async with app_factory() as app:
+            body = (await app.client.get("/health")).json()
+        assert body["storage"] == {
+            "status": "ok",
+            "type": app.settings.STORAGE_TYPE.value,
+            "persistent": app.settings.STORAGE_TYPE.value != "memory",
+            "error": None,
+        }
