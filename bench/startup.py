@@ -70,7 +70,8 @@ def service(valkey_port: int) -> Iterator[tuple[subprocess.Popen[bytes], int, fl
             deadline = started + 20
             while not healthy(port):
                 if process.poll() is not None or time.perf_counter() > deadline:
-                    raise RuntimeError(f"service did not start: {process.stderr.read().decode()}")
+                    output = process.stderr.read().decode() if process.stderr else ""
+                    raise RuntimeError(f"service did not start: {output}")
                 time.sleep(0.005)
             yield process, port, time.perf_counter() - started
         finally:

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
-import asyncpg  # type: ignore[import-untyped]
+import asyncpg
 import httpx
 import pytest
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import psutil  # type: ignore[import-untyped, unused-ignore]
+import psutil
 import pytest
 
 from svc_monitor.config import Settings

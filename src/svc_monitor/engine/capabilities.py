@@ -63,7 +63,9 @@ async def detect(client: EngineClient, *, forced_type: EngineType | None = None)
     # Redis 6.2 undetectable. Detection runs once per up transition, so the size is no matter.
     info = await client.info()
     engine = forced_type or detect_engine(info)
-    version = engine_version(info) or "0.0.0"
+    # Forced to redis, a Valkey is judged by the Redis version it claims to be compatible with.
+    claimed = info.get_str("server", "redis_version") if forced_type == "redis" else None
+    version = claimed or engine_version(info) or "0.0.0"
     at_least = _version_gate(parse_version(version))
 
     probes: dict[str, list[Any]] = {
