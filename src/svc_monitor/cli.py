@@ -79,7 +79,8 @@ def serve(settings: Settings, *, embedded_valkey: bool) -> None:
         logger.info(
             "svc-monitor %s on http://%s:%d", __version__, settings.BIND_HOST, settings.PORT
         )
-        with _deferred_sigterm(received):
+        with _deferred_sigterm(received), contextlib.suppress(KeyboardInterrupt):
+            # Ctrl-C: uvicorn has already shut down gracefully; no traceback for that.
             uvicorn.Server(config).run()
     finally:
         if embedded is not None:
