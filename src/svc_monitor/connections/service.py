@@ -8,7 +8,7 @@ cached, so several replicas sharing PostgreSQL see each other's edits at once.
 import logging
 import time
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from svc_monitor.config import Settings
@@ -59,7 +59,8 @@ class TestOutcome:
 
 @dataclass(frozen=True, slots=True)
 class _Reach:
-    """The resolved address and credentials of a create/update/test request."""
+    """The resolved address and credentials of a create/update/test request; its field
+    names are Connection's, so it spreads straight into one."""
 
     host: str
     port: int
@@ -186,13 +187,7 @@ class ConnectionService:
         connection = Connection(
             id=str(uuid.uuid4()),
             name=body.name or f"{reach.host}:{reach.port}",
-            host=reach.host,
-            port=reach.port,
-            username=reach.username,
-            password=reach.password,
-            tls=reach.tls,
-            db=reach.db,
-            db_type=reach.db_type,
+            **asdict(reach),
             ssh_tunnel=tunnel,
             is_default=body.set_as_default or not any(c.is_default for c in existing),
             created_at=now,
@@ -226,13 +221,7 @@ class ConnectionService:
         updated = replace(
             current,
             name=body.name if body.name is not None else current.name,
-            host=reach.host,
-            port=reach.port,
-            username=reach.username,
-            password=reach.password,
-            tls=reach.tls,
-            db=reach.db,
-            db_type=reach.db_type,
+            **asdict(reach),
             ssh_tunnel=tunnel,
             updated_at=_now_ms(),
             secret_error=None,
