@@ -305,3 +305,70 @@ class TestEngineClient:
         client = connect(port=closed_port)
         with pytest.raises(EngineUnreachable):
             await client.try_each([["PING"]])
+
+
+class CraftedServer:
+    """A loopback TCP server that answers INFO (or anything, with `always`) with crafted bytes
+    and every other command with +OK.
+
+    It stands in for servers that are not Valkey or Redis, or that misbehave, which no
+    real engine can be made to do (checklist H12, H20).
+    """
+
+    def __init__(self, reply: bytes, *, always: bool = False) -> None:
+        self.reply = reply
+        self.always = always
+        self.port = 0
+        self._server: asyncio.Server | None = None
+
+    async def _answer(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while request := await reader.read(65536):
+                crafted = self.always or b"INFO" in request.upper()
+                writer.write(self.reply if crafted else b"+OK\r\n")
+                await writer.drain()
+        except ConnectionError:
+            pass
+        finally:
+            writer.close()
+
+    async def __aenter__(self) -> "CraftedServer":
+        self._server = await asyncio.start_server(self._answer, HOST, 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        assert self._server is not None
+        self._server.close()
+        await self._server.wait_closed()
+
+
+def bulk(body: bytes) -> bytes:
+    return b"$%d\r\n%s\r\n" % (len(body), body)
+
+
+class TestHostileServers:
+    async def test_http_server_is_a_protocol_error(self, connect: Connect) -> None:
+        async with CraftedServer(b"HTTP/1.1 400 Bad Request\r\n\r\n", always=True) as server:
+            client = connect(port=server.port)
+            with pytest.raises(EngineError) as caught:
+                await client.info()
+        assert caught.value.kind == "protocol"
+        assert f"{HOST}:{server.port}" in caught.value.message
+
+    async def test_oversized_info_is_refused_not_parsed(self, connect: Connect) -> None:
+        body = b"# Server\r\nredis_version:7.0.0\r\nx:" + b"y" * (5 * 1024 * 1024) + b"\r\n"
+        async with CraftedServer(bulk(body)) as server:
+            client = connect(port=server.port)
+            with pytest.raises(EngineError) as caught:
+                await client.info()
+        assert caught.value.kind == "protocol"
+        assert "limit" in caught.value.message
+
+    async def test_garbage_info_lines_are_skipped(self, connect: Connect) -> None:
+        body = b"# Server\r\nno colon here\r\n\x00\x01\x02\r\nredis_version:7.0.15\r\nuptime:abc\r\n"
+        async with CraftedServer(bulk(body)) as server:
+            info = await connect(port=server.port).info()
+        assert info.get_str("server", "redis_version") == "7.0.15"
+        assert info.get_int("server", "uptime") is None
+        assert info.skipped_lines == 2

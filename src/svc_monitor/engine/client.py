@@ -14,8 +14,8 @@ from valkey.asyncio import Valkey
 from valkey.asyncio.retry import Retry
 from valkey.backoff import NoBackoff
 
-from svc_monitor.engine.errors import EngineError, translate
-from svc_monitor.engine.info import ParsedInfo, parse_info
+from svc_monitor.engine.errors import EngineError, EngineProtocolError, translate
+from svc_monitor.engine.info import InfoTooLarge, ParsedInfo, parse_info
 
 CLIENT_NAME = "svc-monitor"
 # valkey-py's pool fails a call at once ("Too many connections") when all of these are busy,
@@ -102,7 +102,11 @@ class EngineClient:
         return reply if isinstance(reply, bytes) else str(reply).encode()
 
     async def info(self, *sections: str) -> ParsedInfo:
-        return parse_info(await self.info_raw(*sections))
+        raw = await self.info_raw(*sections)
+        try:
+            return parse_info(raw)
+        except InfoTooLarge as exc:
+            raise EngineProtocolError(f"{self.target.address}: {exc}") from None
 
     async def try_each(self, commands: Sequence[Sequence[Any]]) -> list[Any]:
         """Run commands in one round trip; each result is the reply or its EngineError."""
