@@ -366,7 +366,9 @@ class TestHostileServers:
         assert "limit" in caught.value.message
 
     async def test_garbage_info_lines_are_skipped(self, connect: Connect) -> None:
-        body = b"# Server\r\nno colon here\r\n\x00\x01\x02\r\nredis_version:7.0.15\r\nuptime:abc\r\n"
+        body = (
+            b"# Server\r\nno colon here\r\n\x00\x01\x02\r\nredis_version:7.0.15\r\nuptime:abc\r\n"
+        )
         async with CraftedServer(bulk(body)) as server:
             info = await connect(port=server.port).info()
         assert info.get_str("server", "redis_version") == "7.0.15"
