@@ -15,6 +15,15 @@ from svc_monitor.connections.secrets import SecretBox, SecretUndecryptable
 from svc_monitor.connections.service import ConnectionService
 from svc_monitor.connections.store import ConnectionStore
 from svc_monitor.errors import install_error_handlers
+from svc_monitor.events import EventBus
+from svc_monitor.metrics.api import router as metrics_router
+from svc_monitor.metrics.service import MetricsService
+from svc_monitor.metrics.store import MetricsStore
+from svc_monitor.polling.health import InstanceHealth
+from svc_monitor.polling.info_poll import InfoPoller
+from svc_monitor.polling.live_state import LiveState
+from svc_monitor.polling.observe import Observer
+from svc_monitor.polling.supervisor import PollSupervisor
 from svc_monitor.runtime_settings.api import router as settings_router
 from svc_monitor.runtime_settings.service import RuntimeSettingsService
 from svc_monitor.runtime_settings.store import RuntimeSettingsStore
@@ -46,17 +55,37 @@ def build_services(settings: Settings) -> Services:
         tls_ca_file=str(settings.ENGINE_TLS_CA_FILE) if settings.ENGINE_TLS_CA_FILE else None,
     )
     meta = AppMetaStore(db)
-    connections = ConnectionService(ConnectionStore(db, secrets), live, meta, settings)
+    bus = EventBus()
+    connections = ConnectionService(ConnectionStore(db, secrets), live, meta, settings, bus)
+    runtime_settings = RuntimeSettingsService(RuntimeSettingsStore(db), settings, bus)
+    metrics = MetricsService(MetricsStore(db), db, settings)
+    live_state = LiveState()
+    observer = Observer(live_state, metrics)
+    instance_health = InstanceHealth(bus)
+    kinds = [InfoPoller(connections, observer).kind()]
+    supervisor = PollSupervisor(
+        connections=connections,
+        runtime_settings=runtime_settings,
+        settings=settings,
+        bus=bus,
+        health=instance_health,
+        kinds=kinds,
+    )
     return Services(
         settings=settings,
         db=db,
         secrets=secrets,
         meta=meta,
         live=live,
+        bus=bus,
         connections=connections,
-        runtime_settings=RuntimeSettingsService(RuntimeSettingsStore(db), settings),
+        runtime_settings=runtime_settings,
         health=HealthService(db, connections),
         versions=VersionService(settings),
+        metrics=metrics,
+        live_state=live_state,
+        instance_health=instance_health,
+        supervisor=supervisor,
     )
 
 
@@ -74,10 +103,12 @@ def create_app(settings: Settings, *, embedded_valkey_port: int | None = None) -
         background = [
             asyncio.create_task(services.versions.run(), name="version-check"),
             asyncio.create_task(_check_connections(services), name="first-check"),
+            asyncio.create_task(services.supervisor.run(), name="poll-supervisor"),
         ]
         try:
             yield
         finally:
+            services.supervisor.request_stop()
             for task in background:
                 task.cancel()
             await asyncio.gather(*background, return_exceptions=True)
@@ -98,6 +129,7 @@ def create_app(settings: Settings, *, embedded_valkey_port: int | None = None) -
     app.include_router(system_router, prefix="/api")  # and under /api like everything else
     app.include_router(connections_router, prefix="/api")
     app.include_router(settings_router, prefix="/api")
+    app.include_router(metrics_router, prefix="/api")
     mount_docs(app, openapi_url=OPENAPI_URL)
     return app
 

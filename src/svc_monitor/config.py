@@ -85,6 +85,12 @@ class Settings(BaseSettings):
     ENGINE_COMMAND_TIMEOUT_MS: Annotated[int, Field(ge=100, le=300000)] = 5000
     ENGINE_TLS_CA_FILE: Path | None = None  # extra CA bundle for instances behind TLS
 
+    # --- polling and history (ours: intervals the spec leaves open) ---
+    HISTORY_SAMPLE_INTERVAL_MS: Annotated[int, Field(ge=100)] = 10000
+    SLOWLOG_POLL_INTERVAL_MS: Annotated[int, Field(ge=100)] = 10000
+    COMMANDSTATS_POLL_INTERVAL_MS: Annotated[int, Field(ge=100)] = 15000
+    LATENCY_POLL_INTERVAL_MS: Annotated[int, Field(ge=100)] = 30000
+
     # --- secrets at rest ---
     ENCRYPTION_KEY: SecretStr | None = None
     ENCRYPTION_KEK_SALT: Annotated[str, Field(min_length=1)] = "svc-kek-salt-v1"

@@ -13,6 +13,11 @@ if TYPE_CHECKING:
     from svc_monitor.connections.live import LiveConnections
     from svc_monitor.connections.secrets import SecretBox
     from svc_monitor.connections.service import ConnectionService
+    from svc_monitor.events import EventBus
+    from svc_monitor.metrics.service import MetricsService
+    from svc_monitor.polling.health import InstanceHealth
+    from svc_monitor.polling.live_state import LiveState
+    from svc_monitor.polling.supervisor import PollSupervisor
     from svc_monitor.runtime_settings.service import RuntimeSettingsService
     from svc_monitor.system.service import HealthService
     from svc_monitor.system.version_check import VersionService
@@ -27,10 +32,15 @@ class Services:
     secrets: "SecretBox"
     meta: "AppMetaStore"
     live: "LiveConnections"
+    bus: "EventBus"
     connections: "ConnectionService"
     runtime_settings: "RuntimeSettingsService"
     health: "HealthService"
     versions: "VersionService"
+    metrics: "MetricsService"
+    live_state: "LiveState"
+    instance_health: "InstanceHealth"
+    supervisor: "PollSupervisor"
 
 
 def get_services(request: Request) -> Services:

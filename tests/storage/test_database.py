@@ -1,3 +1,5 @@
+import importlib
+import pkgutil
 import uuid
 from pathlib import Path
 from typing import Any
@@ -7,15 +9,18 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Connection, inspect, text
 
-import svc_monitor.connections.store
-import svc_monitor.runtime_settings.store
-import svc_monitor.storage.app_meta  # noqa: F401  (their tables register on the metadata)
+import svc_monitor
 from svc_monitor.config import StorageType
 from svc_monitor.storage.database import Database, libsql_url, postgres_url
 from svc_monitor.storage.metadata import metadata
 from tests.fixtures.app import make_settings, running_app, target_of
 from tests.fixtures.servers import RunningServer
 from tests.fixtures.storage import admin_sql, pg_url
+
+# Every table registers on the metadata when its module is imported: import them all.
+for module in pkgutil.walk_packages(svc_monitor.__path__, "svc_monitor."):
+    if module.name.rsplit(".", 1)[-1] in ("store", "app_meta"):
+        importlib.import_module(module.name)
 
 
 class TestUrls:

@@ -104,6 +104,12 @@ class LiveConnections:
             live.snapshot = snapshot
         return snapshot
 
+    def mark_down(self, connection_id: str, error: EngineError) -> None:
+        """A poll saw the engine fail: the next check detects it afresh."""
+        live = self._live.get(connection_id)
+        if live is not None:
+            live.snapshot = EngineSnapshot(False, None, error, int(time.time() * 1000))
+
     async def forget(self, connection_id: str) -> None:
         live = self._live.pop(connection_id, None)
         if live is not None:
@@ -112,7 +118,7 @@ class LiveConnections:
     async def close(self) -> None:
         clients = [live.client for live in self._live.values()]
         self._live.clear()
-        await asyncio.gather(*(c.close() for c in clients), return_exceptions=True)
+        await asyncio.gather(*(c.close() for c in clients), *self._closing, return_exceptions=True)
 
     def _close_later(self, client: EngineClient) -> None:
         # Closed in the background so an edit answers at once; the set keeps the task alive.

@@ -33,6 +33,7 @@ from svc_monitor.engine.capabilities import EngineIdentity, detect
 from svc_monitor.engine.client import EngineClient, EngineTarget
 from svc_monitor.engine.errors import EngineError
 from svc_monitor.errors import AppError, Conflict, NotFound, Unprocessable
+from svc_monitor.events import ConnectionsChanged, EventBus
 from svc_monitor.storage.app_meta import AppMetaStore
 
 logger = logging.getLogger(__name__)
@@ -80,11 +81,13 @@ class ConnectionService:
         live: LiveConnections,
         meta: AppMetaStore,
         settings: Settings,
+        bus: EventBus,
     ) -> None:
         self._store = store
         self._live = live
         self._meta = meta
         self._settings = settings
+        self._bus = bus
 
     # --- startup ---
 
@@ -169,6 +172,9 @@ class ConnectionService:
     def last_seen(self, connection: Connection) -> EngineSnapshot | None:
         return self._live.snapshot(connection.id)
 
+    def mark_down(self, connection: Connection, error: EngineError) -> None:
+        self._live.mark_down(connection.id, error)
+
     async def check(self, connection: Connection) -> EngineSnapshot:
         self.client(connection)  # refuses undecryptable credentials with a clear message
         return await self._live.check(connection)
@@ -194,6 +200,7 @@ class ConnectionService:
             updated_at=now,
         )
         await self._store.insert(connection)
+        self._bus.publish(ConnectionsChanged(connection_id=connection.id))
         logger.info("connection %s added (%s:%d)", connection.id, connection.host, connection.port)
         return connection
 
@@ -229,6 +236,7 @@ class ConnectionService:
         )
         if not await self._store.update(updated):
             raise ConnectionNotFound(f"Connection '{connection_id}' not found", field="id")
+        self._bus.publish(ConnectionsChanged(connection_id=connection_id))
         return updated
 
     async def set_default(self, connection_id: str) -> Connection:
@@ -240,6 +248,7 @@ class ConnectionService:
         if not await self._store.delete(connection_id):
             raise ConnectionNotFound(f"Connection '{connection_id}' not found", field="id")
         await self._live.forget(connection_id)
+        self._bus.publish(ConnectionsChanged(connection_id=connection_id))
         logger.info("connection %s removed", connection_id)
 
     # --- helpers ---

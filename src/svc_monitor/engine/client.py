@@ -14,7 +14,12 @@ from valkey.asyncio import Valkey
 from valkey.asyncio.retry import Retry
 from valkey.backoff import NoBackoff
 
-from svc_monitor.engine.errors import EngineError, EngineProtocolError, translate
+from svc_monitor.engine.errors import (
+    EngineError,
+    EngineProtocolError,
+    EngineUnreachable,
+    translate,
+)
 from svc_monitor.engine.info import InfoTooLarge, ParsedInfo, parse_info
 
 CLIENT_NAME = "svc-monitor"
@@ -57,6 +62,7 @@ class EngineClient:
         # One deadline covers connect, auth and the reply, so nothing can stack up.
         self.deadline_s = connect_timeout_s + command_timeout_s
         self._slots = asyncio.Semaphore(MAX_CONNECTIONS)
+        self._closed = False
         tls_options: dict[str, Any] = {}
         if target.tls:
             tls_options = {
@@ -88,6 +94,7 @@ class EngineClient:
         """Run one command; EngineError on any failure."""
         try:
             async with asyncio.timeout(self.deadline_s), self._slots:
+                self._refuse_if_closed()
                 return await self._client.execute_command(*args)  # type: ignore[no-untyped-call]
         except EngineError:
             raise
@@ -112,6 +119,7 @@ class EngineClient:
         """Run commands in one round trip; each result is the reply or its EngineError."""
         try:
             async with asyncio.timeout(self.deadline_s), self._slots:
+                self._refuse_if_closed()
                 pipe = self._client.pipeline(transaction=False)
                 for command in commands:
                     pipe.execute_command(*command)
@@ -121,7 +129,30 @@ class EngineClient:
         return [self._translate(r) if isinstance(r, Exception) else r for r in replies]
 
     async def close(self) -> None:
-        await self._client.aclose()
+        """Close the pool once commands in flight have finished (each within its deadline).
+
+        Closing under a command that is still connecting would let it open a socket in
+        a pool nobody closes again; so new commands are refused and the slots drained first.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        held = 0
+        try:
+            async with asyncio.timeout(self.deadline_s):
+                for _ in range(MAX_CONNECTIONS):
+                    await self._slots.acquire()
+                    held += 1
+        except TimeoutError:
+            pass
+        finally:
+            await self._client.aclose()
+            for _ in range(held):
+                self._slots.release()
+
+    def _refuse_if_closed(self) -> None:
+        if self._closed:
+            raise EngineUnreachable(f"the client for {self.target.address} is closed")
 
     def _translate(self, exc: BaseException) -> EngineError:
         return translate(

@@ -6,6 +6,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from svc_monitor.config import Settings
+from svc_monitor.events import EventBus, RuntimeSettingsChanged
 from svc_monitor.runtime_settings.schemas import (
     RuntimeSettingsRead,
     RuntimeSettingsUpdate,
@@ -17,9 +18,10 @@ from svc_monitor.runtime_settings.store import RuntimeSettingsStore
 class RuntimeSettingsService:
     """Settings changeable without a restart; pollers read `current()` at every tick."""
 
-    def __init__(self, store: RuntimeSettingsStore, settings: Settings) -> None:
+    def __init__(self, store: RuntimeSettingsStore, settings: Settings, bus: EventBus) -> None:
         self._store = store
         self._settings = settings
+        self._bus = bus
 
     def defaults(self) -> RuntimeSettingsValues:
         s = self._settings
@@ -47,10 +49,12 @@ class RuntimeSettingsService:
         values.update(change.model_dump(exclude_none=True))
         now = int(time.time() * 1000)
         await self._store.save(values, updated_at=now)
+        self._bus.publish(RuntimeSettingsChanged())
         return self._view(self._merge(values), source="database", updated_at=now)
 
     async def reset(self) -> RuntimeSettingsRead:
         await self._store.clear()
+        self._bus.publish(RuntimeSettingsChanged())
         return self._view(self.defaults(), source="environment", updated_at=None)
 
     def _merge(self, stored: dict[str, Any]) -> RuntimeSettingsValues:

@@ -1,0 +1,72 @@
+"""Metrics routes: live INFO, INFO history and memory snapshots (under /api)."""
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query
+
+from svc_monitor.connections.dependencies import ConnectionServiceDep, SelectedConnection
+from svc_monitor.errors import error_responses
+from svc_monitor.metrics.schemas import HistorySeries, MemorySnapshot, ParsedInfoRead
+from svc_monitor.metrics.service import MetricsService
+from svc_monitor.services import ServicesDep
+
+
+def get_metrics(services: ServicesDep) -> MetricsService:
+    return services.metrics
+
+
+MetricsDep = Annotated[MetricsService, Depends(get_metrics)]
+
+From = Annotated[int | None, Query(alias="from", ge=0, description="epoch ms, inclusive")]
+To = Annotated[int | None, Query(alias="to", ge=0, description="epoch ms, inclusive")]
+Limit = Annotated[int, Query(ge=1, le=10_000, description="at most this many rows")]
+Offset = Annotated[int, Query(ge=0, description="rows to skip")]
+
+router = APIRouter(tags=["metrics"])
+
+
+@router.get("/metrics/info", response_model=ParsedInfoRead, responses=error_responses(404, 503))
+async def get_info(
+    connection: SelectedConnection,
+    connections: ConnectionServiceDep,
+    metrics: MetricsDep,
+    sections: Annotated[
+        str | None, Query(max_length=200, description="comma-separated INFO sections")
+    ] = None,
+) -> ParsedInfoRead:
+    """INFO of the selected connection, read live and parsed into sections."""
+    wanted = [s.strip() for s in (sections or "").split(",") if s.strip()]
+    client = connections.client(connection)
+    return ParsedInfoRead(sections=await metrics.live_info(client, wanted))
+
+
+@router.get("/metrics/history", response_model=HistorySeries, responses=error_responses(404, 422))
+async def get_history(
+    connection: SelectedConnection,
+    metrics: MetricsDep,
+    since: From = None,
+    until: To = None,
+    max_points: Annotated[int, Query(alias="maxPoints", ge=1, le=5000)] = 300,
+) -> HistorySeries:
+    """Stats samples (ops/s, clients, memory, CPU, network, hit ratio, keys, replicas) for
+    charts, averaged into at most `maxPoints` buckets. Default window: the last hour."""
+    return await metrics.history(connection.id, since=since, until=until, max_points=max_points)
+
+
+@router.get(
+    "/memory-analytics/snapshots",
+    response_model=list[MemorySnapshot],
+    responses=error_responses(404, 422),
+)
+async def list_memory_snapshots(
+    connection: SelectedConnection,
+    metrics: MetricsDep,
+    since: From = None,
+    until: To = None,
+    limit: Limit = 100,
+    offset: Offset = 0,
+) -> list[MemorySnapshot]:
+    """Memory snapshots of the selected connection, oldest first within the window."""
+    return await metrics.memory_snapshots(
+        connection.id, since=since, until=until, limit=limit, offset=offset
+    )

@@ -1,0 +1,60 @@
+"""Bodies of the metrics and history routes."""
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class MemorySnapshot(BaseModel):
+    """Memory of one instance at one time; null where the instance did not report a field."""
+
+    id: int
+    capturedAt: int = Field(description="epoch ms")
+    usedMemory: int | None
+    usedMemoryRss: int | None
+    usedMemoryPeak: int | None
+    memFragmentationRatio: float | None
+    maxmemory: int | None
+    allocatorFragRatio: float | None
+    opsPerSec: int | None
+    cpuSysPercent: float | None
+    cpuUserPercent: float | None
+    ioThreadedReads: int | None
+    ioThreadedWrites: int | None
+
+
+class HistoryPoint(BaseModel):
+    """One chart point: the average of the samples in its bucket (null when none had it)."""
+
+    t: int = Field(description="bucket start, epoch ms")
+    samples: int
+    opsPerSec: float | None
+    connectedClients: float | None
+    blockedClients: float | None
+    usedMemory: float | None
+    cpuSysPercent: float | None
+    cpuUserPercent: float | None
+    netInputKbps: float | None
+    netOutputKbps: float | None
+    hitRatio: float | None
+    keys: float | None
+    expires: float | None
+    connectedReplicas: float | None
+
+
+class HistorySeries(BaseModel):
+    """Stats samples of one connection, downsampled to at most `maxPoints` buckets."""
+
+    connectionId: str
+    from_: int = Field(alias="from")
+    to: int
+    bucketMs: int
+    points: list[HistoryPoint]
+
+    model_config = {"populate_by_name": True}
+
+
+class ParsedInfoRead(BaseModel):
+    """INFO as sections of fields; composite fields (keyspace db0, cmdstat_get ...) are objects."""
+
+    sections: dict[str, dict[str, Any]]

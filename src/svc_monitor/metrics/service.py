@@ -1,0 +1,112 @@
+"""INFO history (written from the pipe, read by the API) and live INFO reads."""
+
+import math
+from typing import Any
+
+from sqlalchemy import func, select
+
+from svc_monitor.config import Settings
+from svc_monitor.engine.client import EngineClient
+from svc_monitor.events import now_ms
+from svc_monitor.metrics.sampling import Sampler
+from svc_monitor.metrics.schemas import HistoryPoint, HistorySeries, MemorySnapshot
+from svc_monitor.metrics.store import MetricsStore, memory_snapshots, stats_samples
+from svc_monitor.polling.models import Observation
+from svc_monitor.storage.database import Database
+
+_HOUR_MS = 3_600_000
+# API name -> stats_samples column, for the chart series.
+_SERIES = {
+    "opsPerSec": "ops_per_sec",
+    "connectedClients": "connected_clients",
+    "blockedClients": "blocked_clients",
+    "usedMemory": "used_memory",
+    "cpuSysPercent": "cpu_sys_percent",
+    "cpuUserPercent": "cpu_user_percent",
+    "netInputKbps": "net_input_kbps",
+    "netOutputKbps": "net_output_kbps",
+    "hitRatio": "hit_ratio",
+    "keys": "keys",
+    "expires": "expires",
+    "connectedReplicas": "connected_replicas",
+}
+
+
+class MetricsService:
+    """Records sampled INFO history and answers history and live reads."""
+
+    def __init__(self, store: MetricsStore, db: Database, settings: Settings) -> None:
+        self._store = store
+        self._db = db
+        self._sampler = Sampler(settings.HISTORY_SAMPLE_INTERVAL_MS)
+
+    async def record(self, observation: Observation) -> None:
+        if observation.node is not None or not self._sampler.due(observation):
+            return
+        memory, stats = self._sampler.rows(observation)
+        await self._store.insert([memory], [stats])
+
+    async def memory_snapshots(
+        self, connection_id: str, *, since: int | None, until: int | None, limit: int, offset: int
+    ) -> list[MemorySnapshot]:
+        rows = await self._store.range(
+            memory_snapshots, connection_id, since=since, until=until, limit=limit, offset=offset
+        )
+        return [
+            MemorySnapshot(
+                id=r.id,
+                capturedAt=r.captured_at,
+                usedMemory=r.used_memory,
+                usedMemoryRss=r.used_memory_rss,
+                usedMemoryPeak=r.used_memory_peak,
+                memFragmentationRatio=r.mem_fragmentation_ratio,
+                maxmemory=r.maxmemory,
+                allocatorFragRatio=r.allocator_frag_ratio,
+                opsPerSec=r.ops_per_sec,
+                cpuSysPercent=r.cpu_sys_percent,
+                cpuUserPercent=r.cpu_user_percent,
+                ioThreadedReads=r.io_threaded_reads,
+                ioThreadedWrites=r.io_threaded_writes,
+            )
+            for r in rows
+        ]
+
+    async def history(
+        self, connection_id: str, *, since: int | None, until: int | None, max_points: int
+    ) -> HistorySeries:
+        """Stats samples averaged into at most `max_points` equal buckets, in SQL."""
+        until = until if until is not None else now_ms()
+        since = since if since is not None else until - _HOUR_MS
+        bucket_ms = max(1, math.ceil((until - since + 1) / max_points))
+        t = stats_samples.c
+        bucket = ((t.captured_at - since) // bucket_ms).label("bucket")
+        averages = [func.avg(t[column]).label(name) for name, column in _SERIES.items()]
+        query = (
+            select(bucket, func.count().label("samples"), *averages)
+            .where(t.connection_id == connection_id, t.captured_at.between(since, until))
+            .group_by(bucket)
+            .order_by(bucket)
+        )
+        rows = await self._db.fetch_all(query)
+        points = [
+            HistoryPoint(
+                t=since + int(row.bucket) * bucket_ms,
+                samples=row.samples,
+                **{name: _float(row._mapping[name]) for name in _SERIES},
+            )
+            for row in rows
+        ]
+        return HistorySeries(
+            connectionId=connection_id, from_=since, to=until, bucketMs=bucket_ms, points=points
+        )
+
+    async def live_info(self, client: EngineClient, sections: list[str]) -> dict[str, Any]:
+        info = await client.info(*sections) if sections else await client.info("everything")
+        return info.sections
+
+    def forget(self, connection_id: str) -> None:
+        self._sampler.forget(connection_id)
+
+
+def _float(value: Any) -> float | None:
+    return None if value is None else round(float(value), 4)

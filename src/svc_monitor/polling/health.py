@@ -1,0 +1,58 @@
+"""Up/down of each polled connection, and the events its transitions publish.
+
+One InstanceDown when a connection stops answering, one InstanceUp when it answers
+again: a flapping or long-dead instance never floods the bus or the log.
+"""
+
+import logging
+from dataclasses import dataclass
+
+from svc_monitor.engine.errors import EngineError
+from svc_monitor.events import EventBus, InstanceDown, InstanceUp, now_ms
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class ConnectionHealth:
+    up: bool | None = None  # None until the first poll
+    since_ms: int = 0
+    error: EngineError | None = None
+    consecutive_failures: int = 0
+
+
+class InstanceHealth:
+    """Health per connection, as the INFO poll sees it."""
+
+    def __init__(self, bus: EventBus) -> None:
+        self._bus = bus
+        self._states: dict[str, ConnectionHealth] = {}
+
+    def get(self, connection_id: str) -> ConnectionHealth:
+        return self._states.setdefault(connection_id, ConnectionHealth())
+
+    def succeeded(self, connection_id: str) -> None:
+        state = self.get(connection_id)
+        state.consecutive_failures = 0
+        state.error = None
+        if state.up is True:
+            return
+        was_down = state.since_ms if state.up is False else None
+        state.up, state.since_ms = True, now_ms()
+        logger.info("connection %s is up", connection_id)
+        self._bus.publish(InstanceUp(connection_id=connection_id, down_since_ms=was_down))
+
+    def failed(self, connection_id: str, error: EngineError) -> None:
+        state = self.get(connection_id)
+        state.consecutive_failures += 1
+        state.error = error
+        if state.up is False:
+            return
+        state.up, state.since_ms = False, now_ms()
+        logger.warning("connection %s is down: %s", connection_id, error.message)
+        self._bus.publish(
+            InstanceDown(connection_id=connection_id, reason=error.kind, message=error.message)
+        )
+
+    def forget(self, connection_id: str) -> None:
+        self._states.pop(connection_id, None)

@@ -1,0 +1,94 @@
+"""The cadence of one poll kind on one connection: interval, deadline, backoff.
+
+The interval is re-read before every sleep, so `PUT /settings` applies without a
+restart. A failing poll backs off exponentially (interval x 2^n, capped), so a
+dead instance costs little; intervals come from `loop.time()` (monotonic), so a
+wall-clock jump neither doubles nor skips polls.
+"""
+
+import asyncio
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable
+
+from svc_monitor.engine.errors import EngineError, EngineTimeout
+from svc_monitor.polling.models import PollKind, PollTarget
+
+logger = logging.getLogger(__name__)
+
+BACKOFF_CAP_S = 30.0
+
+
+class PollLoop:
+    """Runs one PollKind for one connection until cancelled."""
+
+    def __init__(
+        self,
+        kind: PollKind,
+        *,
+        target: Callable[[], Awaitable[PollTarget]],
+        interval_s: Callable[[], float],
+        changed: Callable[[float], Awaitable[bool]],
+        deadline_s: float,
+        on_success: Callable[[], None] | None = None,
+        on_failure: Callable[[EngineError], None] | None = None,
+    ) -> None:
+        self.kind = kind
+        self._target = target
+        self._interval_s = interval_s
+        self._changed = changed
+        self._deadline_s = deadline_s
+        self._on_success = on_success
+        self._on_failure = on_failure
+        self.failures = 0
+        self.last_good_ms: int | None = None
+        self.ticks = 0
+        self.stopped = False
+
+    def stop(self) -> None:
+        """Ask the loop to end. Cancellation alone is not enough: a client library can
+        swallow a CancelledError that lands at an unlucky moment (seen on Python 3.11
+        under the test suite), so the loop also checks this flag between passes."""
+        self.stopped = True
+
+    async def tick(self) -> None:
+        """One pass under the deadline; failures are counted, never raised."""
+        self.ticks += 1
+        try:
+            async with asyncio.timeout(self._deadline_s):
+                await self.kind.poll(await self._target())
+        except EngineError as exc:
+            self._failed(exc)
+        except TimeoutError:
+            self._failed(EngineTimeout(f"{self.kind.name} poll took over {self._deadline_s:g} s"))
+        else:
+            self.failures = 0
+            self.last_good_ms = int(time.time() * 1000)
+            if self._on_success:
+                self._on_success()
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while not self.stopped:
+            started = loop.time()
+            await self.tick()
+            jitter = random.uniform(0.9, 1.1)
+            # Sleep until the next tick is due; a settings change wakes us to re-plan.
+            while (remaining := self._delay_s(jitter) - (loop.time() - started)) > 0:
+                if self.stopped or not await self._changed(remaining):
+                    break
+
+    def _delay_s(self, jitter: float) -> float:
+        interval = self._interval_s()
+        if not self.failures:
+            return interval
+        backoff: float = min(interval * 2 ** (self.failures - 1), max(interval, BACKOFF_CAP_S))
+        return backoff * jitter
+
+    def _failed(self, error: EngineError) -> None:
+        self.failures += 1
+        if self.failures == 1:
+            logger.debug("%s poll failed: %s", self.kind.name, error.message)
+        if self._on_failure:
+            self._on_failure(error)

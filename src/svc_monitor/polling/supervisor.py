@@ -1,0 +1,207 @@
+"""One supervisor owns every poll loop: one task per (connection, poll kind).
+
+It reconciles running loops with the connection registry whenever a
+ConnectionsChanged event arrives (and every few seconds, for edits made by
+another replica), restarts a loop that crashed, and on shutdown cancels and
+awaits them all. A slow or dead instance only ever delays its own loops.
+"""
+
+import asyncio
+import logging
+from collections.abc import Coroutine, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from svc_monitor.config import Settings
+from svc_monitor.connections.models import Connection
+from svc_monitor.connections.service import ConnectionService
+from svc_monitor.events import (
+    ConnectionsChanged,
+    EventBus,
+    RuntimeSettingsChanged,
+    Subscription,
+)
+from svc_monitor.polling.health import InstanceHealth
+from svc_monitor.polling.loop import PollLoop
+from svc_monitor.polling.models import PollKind, PollTarget
+from svc_monitor.runtime_settings.schemas import RuntimeSettingsValues
+from svc_monitor.runtime_settings.service import RuntimeSettingsService
+
+logger = logging.getLogger(__name__)
+
+RECONCILE_EVERY_S = 5.0
+CRASH_PAUSE_S = 1.0
+STOP_GRACE_S = 2.0
+
+
+@dataclass(slots=True)
+class _Polled:
+    connection: Connection
+    loops: dict[str, PollLoop] = field(default_factory=dict)
+    tasks: list["asyncio.Task[None]"] = field(default_factory=list)
+
+
+class PollSupervisor:
+    """Starts, stops and restarts the poll loops of every connection."""
+
+    def __init__(
+        self,
+        *,
+        connections: ConnectionService,
+        runtime_settings: RuntimeSettingsService,
+        settings: Settings,
+        bus: EventBus,
+        health: InstanceHealth,
+        kinds: Sequence[PollKind],
+    ) -> None:
+        self._connections = connections
+        self._runtime_settings = runtime_settings
+        self._settings = settings
+        self._bus = bus
+        self._health = health
+        self._kinds = list(kinds)
+        self._polled: dict[str, _Polled] = {}
+        self._values: RuntimeSettingsValues | None = None
+        self._values_changed = asyncio.Event()
+        self._stopping = False
+
+    def request_stop(self) -> None:
+        """Before cancelling run(): see PollLoop.stop for why a flag as well."""
+        self._stopping = True
+        self._wake_sleepers()
+
+    def loops_of(self, connection_id: str) -> dict[str, PollLoop]:
+        polled = self._polled.get(connection_id)
+        return {} if polled is None else polled.loops
+
+    async def run(self) -> None:
+        """Reconcile until cancelled; then stop every loop."""
+        changes = self._bus.subscribe("poll-supervisor", maxsize=100)
+        try:
+            while not self._stopping:
+                await self.reconcile()
+                await _wait_quietly(self._next_change(changes), RECONCILE_EVERY_S)
+        finally:
+            self._bus.unsubscribe(changes)
+            await self.stop_all()
+
+    async def reconcile(self) -> None:
+        await self._refresh_values()
+        wanted = {c.id: c for c in await self._connections.list() if "password" not in c.unreadable}
+        for connection_id, polled in list(self._polled.items()):
+            current = wanted.get(connection_id)
+            if current is None or current.updated_at != polled.connection.updated_at:
+                await self._stop(connection_id)
+        for connection_id, connection in wanted.items():
+            if connection_id not in self._polled:
+                self._start(connection)
+
+    async def stop_all(self) -> None:
+        for connection_id in list(self._polled):
+            await self._stop(connection_id)
+
+    # --- internals ---
+
+    def _start(self, connection: Connection) -> None:
+        polled = _Polled(connection)
+        for kind in self._kinds:
+            loop = self._loop(connection, kind)
+            polled.loops[kind.name] = loop
+            task = asyncio.create_task(
+                self._supervised(loop), name=f"poll:{kind.name}:{connection.id}"
+            )
+            polled.tasks.append(task)
+        self._polled[connection.id] = polled
+        logger.debug("polling %s (%s)", connection.id, ", ".join(polled.loops))
+
+    async def _stop(self, connection_id: str) -> None:
+        polled = self._polled.pop(connection_id, None)
+        if polled is None:
+            return
+        # Graceful first: a pass in flight finishes (each is bounded by its deadline) and a
+        # sleeping loop wakes and sees the flag. Cancelling mid-command would leave
+        # valkey-py's socket to the garbage collector.
+        for loop in polled.loops.values():
+            loop.stop()
+        self._wake_sleepers()
+        _, pending = await asyncio.wait(polled.tasks, timeout=STOP_GRACE_S)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*polled.tasks, return_exceptions=True)
+        self._health.forget(connection_id)
+
+    def _loop(self, connection: Connection, kind: PollKind) -> PollLoop:
+        connection_id = connection.id
+
+        async def target() -> PollTarget:
+            seen = self._connections.last_seen(connection)
+            return PollTarget(
+                connection=connection,
+                client=self._connections.client(connection),
+                identity=seen.identity if seen is not None else None,
+            )
+
+        def interval_s() -> float:
+            assert self._values is not None
+            return kind.interval_ms(self._values, self._settings) / 1000
+
+        health = self._health if kind.decides_health else None
+        engine_deadline = (
+            self._settings.ENGINE_CONNECT_TIMEOUT_MS + self._settings.ENGINE_COMMAND_TIMEOUT_MS
+        ) / 1000
+        return PollLoop(
+            kind,
+            target=target,
+            interval_s=interval_s,
+            changed=self._wait_for_new_values,
+            # A pass may make a few round trips; each is bounded by the engine deadline.
+            deadline_s=engine_deadline * 2,
+            on_success=(lambda: health.succeeded(connection_id)) if health else None,
+            on_failure=(lambda error: health.failed(connection_id, error)) if health else None,
+        )
+
+    async def _supervised(self, loop: PollLoop) -> None:
+        while not loop.stopped:
+            try:
+                await loop.run()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                # A bug in one poll must not end polling: log it, pause, start again.
+                logger.exception("%s poll loop crashed; restarting", loop.kind.name)
+                await asyncio.sleep(CRASH_PAUSE_S)
+
+    async def _refresh_values(self) -> None:
+        values = await self._runtime_settings.current()
+        if values != self._values:
+            self._values = values
+            self._wake_sleepers()
+
+    def _wake_sleepers(self) -> None:
+        self._values_changed.set()
+        self._values_changed = asyncio.Event()
+
+    async def _wait_for_new_values(self, timeout_s: float) -> bool:
+        """Sleep up to `timeout_s`; True if the runtime settings changed meanwhile."""
+        return await _wait_quietly(self._values_changed.wait(), timeout_s)
+
+    @staticmethod
+    async def _next_change(changes: Subscription) -> None:
+        while not isinstance(await changes.get(), ConnectionsChanged | RuntimeSettingsChanged):
+            pass
+
+
+async def _wait_quietly(awaitable: Coroutine[Any, Any, Any], timeout_s: float) -> bool:
+    """Wait up to `timeout_s` for `awaitable`; True if it finished.
+
+    Not `asyncio.timeout`: these waits expire every second or so, and on Python 3.11 a
+    cancellation arriving as one expires can come out as TimeoutError and be swallowed,
+    which left a poll loop running after shutdown (seen in tests). `asyncio.wait` times
+    out without cancelling anything, so a cancellation always reaches us.
+    """
+    waiter = asyncio.ensure_future(awaitable)
+    try:
+        done, _ = await asyncio.wait({waiter}, timeout=timeout_s)
+    finally:
+        waiter.cancel()
+    return bool(done)
