@@ -63,6 +63,9 @@ def build_services(settings: Settings) -> Services:
     observer = Observer(live_state, metrics)
     instance_health = InstanceHealth(bus)
     kinds = [InfoPoller(connections, observer).kind()]
+    # [slice: slowlog] poll kinds
+    # [slice: audit] poll kinds
+    # [slice: live-metrics] poll kinds
     supervisor = PollSupervisor(
         connections=connections,
         runtime_settings=runtime_settings,
@@ -86,6 +89,9 @@ def build_services(settings: Settings) -> Services:
         live_state=live_state,
         instance_health=instance_health,
         supervisor=supervisor,
+        # [slice: slowlog] services
+        # [slice: audit] services
+        # [slice: live-metrics] services
     )
 
 
@@ -130,6 +136,9 @@ def create_app(settings: Settings, *, embedded_valkey_port: int | None = None) -
     app.include_router(connections_router, prefix="/api")
     app.include_router(settings_router, prefix="/api")
     app.include_router(metrics_router, prefix="/api")
+    # [slice: slowlog] routers
+    # [slice: audit] routers
+    # [slice: live-metrics] routers
     mount_docs(app, openapi_url=OPENAPI_URL)
     return app
 

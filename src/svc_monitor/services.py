@@ -18,6 +18,9 @@ if TYPE_CHECKING:
     from svc_monitor.polling.health import InstanceHealth
     from svc_monitor.polling.live_state import LiveState
     from svc_monitor.polling.supervisor import PollSupervisor
+    # [slice: slowlog] imports
+    # [slice: audit] imports
+    # [slice: live-metrics] imports
     from svc_monitor.runtime_settings.service import RuntimeSettingsService
     from svc_monitor.system.service import HealthService
     from svc_monitor.system.version_check import VersionService
@@ -41,6 +44,9 @@ class Services:
     live_state: "LiveState"
     instance_health: "InstanceHealth"
     supervisor: "PollSupervisor"
+    # [slice: slowlog] fields
+    # [slice: audit] fields
+    # [slice: live-metrics] fields
 
 
 def get_services(request: Request) -> Services:
