@@ -6,7 +6,17 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "svc_monitor"
-ROOT_MODULES = {"app", "cli", "config", "errors", "events", "services", "embedded", "__main__"}
+ROOT_MODULES = {
+    "app",
+    "cli",
+    "config",
+    "errors",
+    "events",
+    "services",
+    "embedded",
+    "api_params",
+    "__main__",
+}
 INFRASTRUCTURE = {"engine", "storage"}
 COMPOSITION_ROOTS = {"svc_monitor.app", "svc_monitor.cli", "svc_monitor.services"}
 

@@ -4,6 +4,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
 
+from svc_monitor.api_params import From, Limit, Offset, To
 from svc_monitor.connections.dependencies import ConnectionServiceDep, SelectedConnection
 from svc_monitor.errors import error_responses
 from svc_monitor.metrics.schemas import HistorySeries, MemorySnapshot, ParsedInfoRead
@@ -16,11 +17,6 @@ def get_metrics(services: ServicesDep) -> MetricsService:
 
 
 MetricsDep = Annotated[MetricsService, Depends(get_metrics)]
-
-From = Annotated[int | None, Query(alias="from", ge=0, description="epoch ms, inclusive")]
-To = Annotated[int | None, Query(alias="to", ge=0, description="epoch ms, inclusive")]
-Limit = Annotated[int, Query(ge=1, le=10_000, description="at most this many rows")]
-Offset = Annotated[int, Query(ge=0, description="rows to skip")]
 
 router = APIRouter(tags=["metrics"])
 
