@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from svc_monitor.polling.health import InstanceHealth
     from svc_monitor.polling.live_state import LiveState
     from svc_monitor.polling.supervisor import PollSupervisor
+
     # [slice: slowlog] imports
     # [slice: audit] imports
     # [slice: live-metrics] imports
