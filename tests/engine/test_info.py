@@ -547,10 +547,11 @@ class TestParseInfoValues:
         sys.set_int_max_str_digits(640)
         try:
             info = parse_info(lines("# Stats", f"big:{'9' * 700}", f"ok:{'9' * 600}"))
+            stats = dict(info.sections["stats"])  # sections parse on first access
         finally:
             sys.set_int_max_str_digits(old)
-        assert info.get("stats", "big") == "9" * 700
-        assert info.get("stats", "ok") == int("9" * 600)
+        assert stats["big"] == "9" * 700
+        assert stats["ok"] == int("9" * 600)
 
     @pytest.mark.parametrize(
         "field",
@@ -873,3 +874,20 @@ class TestParseInfoProperties:
                 parse_info(raw, max_bytes=limit)
         else:
             assert_declared_types(parse_info(raw, max_bytes=limit))
+
+
+class TestLazySections:
+    """Sections parse on first access; any order of access gives the whole parse."""
+
+    @pytest.mark.parametrize(
+        "name", ["valkey-9.1/info_everything.txt", "redis-6.2/info_everything.txt"]
+    )
+    def test_piecemeal_access_equals_a_whole_parse(self, name: str) -> None:
+        whole = parse_info(reply(name))
+        expected = {section: dict(fields) for section, fields in whole.sections.items()}
+        lazy = parse_info(reply(name))
+        assert lazy.get_int("memory", "used_memory") == expected["memory"]["used_memory"]
+        for section in reversed(list(lazy.sections)):
+            assert lazy.sections[section] == expected[section]
+        assert lazy.skipped_lines == whole.skipped_lines == 0
+        assert lazy == whole

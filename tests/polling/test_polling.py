@@ -234,3 +234,21 @@ class TestIsolation:
             "/api/memory-analytics/snapshots", headers={"X-Connection-Id": other_id}
         )
         assert not {r["id"] for r in mine.json()} & {r["id"] for r in theirs.json()}
+
+
+class TestMonitorLoad:
+    async def test_ledger_counts_what_the_monitor_sends(self, memory_app_factory: AppFactory):
+        async with memory_app_factory(**FAST) as app:
+
+            async def polled_a_few_times() -> bool:
+                body = (await app.client.get("/api/metrics/monitor-load")).json()
+                info = [c for c in body["commands"] if c["command"] == "INFO"]
+                return bool(info) and info[0]["calls"] >= 5
+
+            await eventually(polled_a_few_times)
+            body = (await app.client.get("/api/metrics/monitor-load")).json()
+        info = next(c for c in body["commands"] if c["command"] == "INFO")
+        assert info["errors"] == 0
+        assert info["avgMs"] > 0
+        assert body["totalCalls"] >= info["calls"]
+        assert body["perMinute"] > 0

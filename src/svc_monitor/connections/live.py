@@ -14,6 +14,7 @@ from svc_monitor.connections.models import Connection, forced_engine
 from svc_monitor.engine.capabilities import EngineIdentity, detect
 from svc_monitor.engine.client import EngineClient, EngineTarget
 from svc_monitor.engine.errors import EngineError
+from svc_monitor.engine.ledger import CommandLedger
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +46,8 @@ class LiveConnections:
         self._command_timeout_s = command_timeout_s
         self.tls_ca_file = tls_ca_file
         self._live: dict[str, _Live] = {}
+        # Outlive client replacement: an edit must not reset what we sent a server.
+        self._ledgers: dict[str, CommandLedger] = {}
         self._closing: set[asyncio.Task[None]] = set()
 
     def target(self, connection: Connection) -> EngineTarget:
@@ -64,16 +67,23 @@ class LiveConnections:
         if live is None or live.target != target:
             if live is not None:
                 self._close_later(live.client)
-            live = _Live(target, self.new_client(target))
+            ledger = self._ledgers.setdefault(connection.id, CommandLedger())
+            live = _Live(target, self.new_client(target, ledger=ledger))
             self._live[connection.id] = live
         return live.client
 
-    def new_client(self, target: EngineTarget) -> EngineClient:
+    def new_client(
+        self, target: EngineTarget, *, ledger: CommandLedger | None = None
+    ) -> EngineClient:
         return EngineClient(
             target,
             connect_timeout_s=self._connect_timeout_s,
             command_timeout_s=self._command_timeout_s,
+            ledger=ledger,
         )
+
+    def ledger(self, connection_id: str) -> CommandLedger:
+        return self._ledgers.setdefault(connection_id, CommandLedger())
 
     def snapshot(self, connection_id: str) -> EngineSnapshot | None:
         live = self._live.get(connection_id)
@@ -112,6 +122,7 @@ class LiveConnections:
 
     async def forget(self, connection_id: str) -> None:
         live = self._live.pop(connection_id, None)
+        self._ledgers.pop(connection_id, None)
         if live is not None:
             await live.client.close()
 

@@ -32,6 +32,7 @@ from svc_monitor.connections.store import ConnectionStore
 from svc_monitor.engine.capabilities import EngineIdentity, detect
 from svc_monitor.engine.client import EngineClient, EngineTarget
 from svc_monitor.engine.errors import EngineError
+from svc_monitor.engine.ledger import CommandLedger
 from svc_monitor.errors import AppError, Conflict, NotFound, Unprocessable
 from svc_monitor.events import ConnectionsChanged, EventBus
 from svc_monitor.storage.app_meta import AppMetaStore
@@ -171,6 +172,10 @@ class ConnectionService:
 
     def last_seen(self, connection: Connection) -> EngineSnapshot | None:
         return self._live.snapshot(connection.id)
+
+    def ledger(self, connection: Connection) -> CommandLedger:
+        """The commands this monitor has sent the connection's server, and their cost."""
+        return self._live.ledger(connection.id)
 
     def mark_down(self, connection: Connection, error: EngineError) -> None:
         self._live.mark_down(connection.id, error)

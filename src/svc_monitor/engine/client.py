@@ -6,6 +6,7 @@ against ~0.2 ms for ours, which decides whether 3,000 polls/s per core is reacha
 """
 
 import asyncio
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +22,7 @@ from svc_monitor.engine.errors import (
     translate,
 )
 from svc_monitor.engine.info import InfoTooLarge, ParsedInfo, parse_info
+from svc_monitor.engine.ledger import CommandLedger, command_name
 
 CLIENT_NAME = "svc-monitor"
 # valkey-py's pool fails a call at once ("Too many connections") when all of these are busy,
@@ -54,9 +56,15 @@ class EngineClient:
     """A small connection pool to one instance; every call bounded by one deadline."""
 
     def __init__(
-        self, target: EngineTarget, *, connect_timeout_s: float, command_timeout_s: float
+        self,
+        target: EngineTarget,
+        *,
+        connect_timeout_s: float,
+        command_timeout_s: float,
+        ledger: CommandLedger | None = None,
     ) -> None:
         self.target = target
+        self.ledger = ledger if ledger is not None else CommandLedger()
         self.connect_timeout_s = connect_timeout_s
         self.command_timeout_s = command_timeout_s
         # One deadline covers connect, auth and the reply, so nothing can stack up.
@@ -92,14 +100,20 @@ class EngineClient:
 
     async def execute(self, *args: Any) -> Any:
         """Run one command; EngineError on any failure."""
+        started = time.perf_counter()
+        failed = True
         try:
             async with asyncio.timeout(self.deadline_s), self._slots:
                 self._refuse_if_closed()
-                return await self._client.execute_command(*args)  # type: ignore[no-untyped-call]
+                reply = await self._client.execute_command(*args)  # type: ignore[no-untyped-call]
+                failed = False
+                return reply
         except EngineError:
             raise
         except Exception as exc:
             raise self._translate(exc) from None
+        finally:
+            self.ledger.record(command_name(args), time.perf_counter() - started, failed=failed)
 
     async def ping(self) -> None:
         await self.execute("PING")
@@ -117,6 +131,7 @@ class EngineClient:
 
     async def try_each(self, commands: Sequence[Sequence[Any]]) -> list[Any]:
         """Run commands in one round trip; each result is the reply or its EngineError."""
+        started = time.perf_counter()
         try:
             async with asyncio.timeout(self.deadline_s), self._slots:
                 self._refuse_if_closed()
@@ -125,8 +140,18 @@ class EngineClient:
                     pipe.execute_command(*command)
                 replies = await pipe.execute(raise_on_error=False)
         except Exception as exc:
+            self._record_each(commands, started, failed=True)
             raise self._translate(exc) from None
+        self._record_each(commands, started, failed=False)
         return [self._translate(r) if isinstance(r, Exception) else r for r in replies]
+
+    def _record_each(
+        self, commands: Sequence[Sequence[Any]], started: float, *, failed: bool
+    ) -> None:
+        # One round trip for all: its time is shared out evenly.
+        share = (time.perf_counter() - started) / max(1, len(commands))
+        for command in commands:
+            self.ledger.record(command_name(list(command)), share, failed=failed)
 
     async def close(self) -> None:
         """Close the pool once commands in flight have finished (each within its deadline).

@@ -42,7 +42,7 @@ Choices made here, each pinned by a test in tests/engine/test_info.py:
 
 import math
 import re
-from collections.abc import Callable, Set as AbstractSet
+from collections.abc import Callable, Iterator, Mapping, Set as AbstractSet
 from dataclasses import dataclass
 from typing import Literal
 
@@ -102,15 +102,80 @@ class InfoTooLarge(ValueError):
     """The reply is longer than the parser agreed to read."""
 
 
-@dataclass(frozen=True, slots=True)
 class ParsedInfo:
-    """An INFO reply split into sections; the typed getters never raise."""
+    """An INFO reply split into sections; the typed getters never raise.
 
-    sections: dict[str, dict[str, FieldValue]]
-    skipped_lines: int
+    Sections are parsed lazily, each on first access and then kept: the poller reads
+    INFO every second but most consumers look at a few fields of a few sections, and
+    parsing the sections nobody reads was ~a third of a poll's CPU (bench/poll_fanout.py).
+    The result of any access is exactly what a whole parse would give (tested).
+    """
+
+    __slots__ = ("_blocks", "_context", "_done", "_header_skips", "_skipped")
+
+    def __init__(self, sections: Mapping[str, dict[str, FieldValue]], skipped_lines: int) -> None:
+        """A fully parsed reply (as tests and pushed data build one)."""
+        self._done: dict[str, dict[str, FieldValue]] = dict(sections)
+        self._blocks: dict[str, list[tuple[int, int]]] = {}
+        self._context: _Context | None = None
+        self._header_skips = skipped_lines
+        self._skipped = 0
+
+    @classmethod
+    def _lazy(
+        cls, blocks: dict[str, list[tuple[int, int]]], context: "_Context", header_skips: int
+    ) -> "ParsedInfo":
+        info = cls({}, header_skips)
+        info._blocks = blocks
+        info._context = context
+        # Lines before any header form section "" only when one of them is a field.
+        if "" in blocks and not info._section(""):
+            del info._done[""]
+        return info
+
+    @property
+    def sections(self) -> Mapping[str, dict[str, FieldValue]]:
+        return _Sections(self)
+
+    @property
+    def skipped_lines(self) -> int:
+        for name in list(self._blocks):
+            self._section(name)
+        return self._header_skips + self._skipped
+
+    def _names(self) -> list[str]:
+        names = list(self._done)
+        names.extend(n for n in self._blocks if n not in self._done and n != "")
+        return names
+
+    def _section(self, name: str) -> dict[str, FieldValue] | None:
+        fields = self._done.get(name)
+        if fields is not None:
+            return fields
+        ranges = self._blocks.pop(name, None)
+        if ranges is None:
+            return None
+        assert self._context is not None
+        fields, skipped = _parse_ranges(self._context, ranges, name in _COMPOSITE_SECTIONS)
+        self._skipped += skipped
+        self._done[name] = fields
+        return fields
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ParsedInfo):
+            return NotImplemented
+        return (dict(self.sections), self.skipped_lines) == (
+            dict(other.sections),
+            other.skipped_lines,
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"ParsedInfo(sections={dict(self.sections)!r}, skipped_lines={self.skipped_lines})"
 
     def get(self, section: str, field: str) -> FieldValue | None:
-        fields = self.sections.get(section.lower())
+        fields = self._section(section.lower())
         return None if fields is None else fields.get(field)
 
     def get_int(self, section: str, field: str) -> int | None:
@@ -149,81 +214,127 @@ class ParsedInfo:
             return None
 
 
+@dataclass(frozen=True, slots=True)
+class _Context:
+    """What parsing a section needs from the whole reply."""
+
+    lines: list[str]
+    ascii_only: bool
+    known: AbstractSet[str]
+
+
+class _Sections(Mapping[str, dict[str, FieldValue]]):
+    """The sections of a ParsedInfo, parsed as they are looked up."""
+
+    __slots__ = ("_info",)
+
+    def __init__(self, info: ParsedInfo) -> None:
+        self._info = info
+
+    def __getitem__(self, name: str) -> dict[str, FieldValue]:
+        fields = self._info._section(name)
+        if fields is None:
+            raise KeyError(name)
+        return fields
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._info._names())
+
+    def __len__(self) -> int:
+        return len(self._info._names())
+
+
 def parse_info(raw: bytes | str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> ParsedInfo:
-    """Split a raw INFO reply into typed sections. Raises only InfoTooLarge."""
+    """Split a raw INFO reply into sections (parsed on first access). Raises only
+    InfoTooLarge."""
     if len(raw) > max_bytes:
         raise InfoTooLarge(
             f"INFO reply is {len(raw)} bytes, more than the {max_bytes}-byte limit; "
             "refusing to parse it"
         )
     text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+    lines = text.splitlines()
     # One O(1) check for the whole reply spares an isascii() per value (str.isdigit()
     # alone also accepts digits such as "²" that int() rejects).
-    ascii_only = text.isascii()
-    # A reply no longer than the line limit cannot hold an over-long line, so the fast
-    # path needs no per-line length check; a longer reply takes the checked path.
-    known: AbstractSet[str] = _known_names if len(text) <= MAX_LINE_CHARS else _NO_NAMES
+    context = _Context(
+        lines=lines,
+        ascii_only=text.isascii(),
+        # A reply no longer than the line limit cannot hold an over-long line, so the fast
+        # path needs no per-line length check; a longer reply takes the checked path.
+        known=_known_names if len(text) <= MAX_LINE_CHARS else _NO_NAMES,
+    )
+    # Only the header lines are looked at now: each section is a list of line ranges
+    # (a header seen twice adds a second range to the same section).
+    blocks: dict[str, list[tuple[int, int]]] = {}
+    header_skips = 0
+    current, start = "", 0
+    for index in [i for i, line in enumerate(lines) if line[:1] == "#"]:
+        if index > start:
+            blocks.setdefault(current, []).append((start, index))
+        start = index + 1
+        line = lines[index]
+        section = line[1:].strip().lower() if len(line) <= MAX_LINE_CHARS else ""
+        if section and section.isprintable():
+            current = section
+            blocks.setdefault(section, [])  # every header makes a section, empty ones too
+        else:
+            header_skips += 1  # a malformed header; its lines stay in the section before
+    if start < len(lines):
+        blocks.setdefault(current, []).append((start, len(lines)))
+    return ParsedInfo._lazy(blocks, context, header_skips)
 
-    # Lines before any header collect here; the "" section is dropped at the end when
-    # empty, which costs nothing per line (a header can never be named "").
-    preamble: dict[str, FieldValue] = {}
-    sections: dict[str, dict[str, FieldValue]] = {"": preamble}
-    current = preamble
-    composite = False
-    split: Callable[[str, str], tuple[str, str, str]] = str.partition
+
+def _parse_ranges(
+    context: _Context, ranges: list[tuple[int, int]], composite: bool
+) -> tuple[dict[str, FieldValue], int]:
+    """The fields of one section's lines, and how many of its lines were malformed."""
+    lines, ascii_only, known = context.lines, context.ascii_only, context.known
+    fields: dict[str, FieldValue] = {}
+    split: Callable[[str, str], tuple[str, str, str]] = (
+        str.rpartition if composite else str.partition
+    )
     skipped = 0
     text_fields = _TEXT_FIELDS
     subfields = _subfields
     scalar = _scalar
     common_get = _COMMON_VALUES.get
 
-    for line in text.splitlines():
-        name, sep, value = split(line, ":")
-        # Fast path: a name seen before (so already validated) on a field line.
-        if name in known and sep:
-            if composite:
-                current[name] = subfields(value, ascii_only)
-            elif (common := common_get(value)) is not None:
-                current[name] = common
-            elif value.isdigit() and (ascii_only or value.isascii()):
-                try:
-                    current[name] = int(value)
-                except ValueError:  # past sys.get_int_max_str_digits() (4300 by default)
-                    current[name] = value
-            else:
-                current[name] = scalar(value)
-            continue
+    for first, end in ranges:
+        for line in lines[first:end]:
+            name, sep, value = split(line, ":")
+            # Fast path: a name seen before (so already validated) on a field line.
+            if name in known and sep:
+                if composite:
+                    fields[name] = subfields(value, ascii_only)
+                elif (common := common_get(value)) is not None:
+                    fields[name] = common
+                elif value.isdigit() and (ascii_only or value.isascii()):
+                    try:
+                        fields[name] = int(value)
+                    except ValueError:  # past sys.get_int_max_str_digits() (4300 by default)
+                        fields[name] = value
+                else:
+                    fields[name] = scalar(value)
+                continue
 
-        if not line:
-            continue  # blank lines separate sections; not malformed
-        if len(line) > MAX_LINE_CHARS:
-            skipped += 1
-            continue
-        if line[0] == "#":
-            section = line[1:].strip().lower()
-            if section and section.isprintable():
-                current = sections.setdefault(section, {})
-                composite = section in _COMPOSITE_SECTIONS
-                split = str.rpartition if composite else str.partition
-            else:
+            if not line:
+                continue  # blank lines separate sections; not malformed
+            if len(line) > MAX_LINE_CHARS:
                 skipped += 1
-            continue
-        if not sep or not name or not name.isprintable() or " " in name:
-            skipped += 1
-            continue
-        if composite:
-            current[name] = subfields(value, ascii_only)
-        elif name in text_fields:
-            current[name] = value
-        else:
-            current[name] = scalar(value)
-        # Text fields never enter the cache: the fast path would convert them.
-        if len(_known_names) < _KNOWN_NAMES_MAX and name not in text_fields:
-            _known_names.add(name)
-
-    if not preamble:
-        del sections[""]
-    return ParsedInfo(sections=sections, skipped_lines=skipped)
+                continue
+            if not sep or not name or not name.isprintable() or " " in name:
+                skipped += 1
+                continue
+            if composite:
+                fields[name] = subfields(value, ascii_only)
+            elif name in text_fields:
+                fields[name] = value
+            else:
+                fields[name] = scalar(value)
+            # Text fields never enter the cache: the fast path would convert them.
+            if len(_known_names) < _KNOWN_NAMES_MAX and name not in text_fields:
+                _known_names.add(name)
+    return fields, skipped
 
 
 def parse_subfields(value: str) -> dict[str, Scalar]:

@@ -7,7 +7,12 @@ from fastapi import APIRouter, Depends, Query
 from svc_monitor.api_params import From, Limit, Offset, To
 from svc_monitor.connections.dependencies import ConnectionServiceDep, SelectedConnection
 from svc_monitor.errors import error_responses
-from svc_monitor.metrics.schemas import HistorySeries, MemorySnapshot, ParsedInfoRead
+from svc_monitor.metrics.schemas import (
+    HistorySeries,
+    MemorySnapshot,
+    MonitorLoad,
+    ParsedInfoRead,
+)
 from svc_monitor.metrics.service import MetricsService
 from svc_monitor.services import ServicesDep
 
@@ -66,3 +71,12 @@ async def list_memory_snapshots(
     return await metrics.memory_snapshots(
         connection.id, since=since, until=until, limit=limit, offset=offset
     )
+
+
+@router.get("/metrics/monitor-load", response_model=MonitorLoad, responses=error_responses(404))
+async def get_monitor_load(
+    connection: SelectedConnection, connections: ConnectionServiceDep, metrics: MetricsDep
+) -> MonitorLoad:
+    """The commands this monitor has sent the selected server, with calls per minute and
+    time spent: the load monitoring puts on the server it watches."""
+    return metrics.monitor_load(connection.id, connections.ledger(connection))

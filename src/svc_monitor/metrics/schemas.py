@@ -58,3 +58,22 @@ class ParsedInfoRead(BaseModel):
     """INFO as sections of fields; composite fields (keyspace db0, cmdstat_get ...) are objects."""
 
     sections: dict[str, dict[str, Any]]
+
+
+class CommandLoad(BaseModel):
+    command: str
+    calls: int
+    errors: int
+    totalMs: float
+    avgMs: float
+    perMinute: float
+
+
+class MonitorLoad(BaseModel):
+    """The commands this monitor has sent one server since `since`, busiest first."""
+
+    connectionId: str
+    since: int = Field(description="epoch ms the counting started (service start or add)")
+    totalCalls: int
+    perMinute: float
+    commands: list[CommandLoad]

@@ -7,9 +7,16 @@ from sqlalchemy import func, select
 
 from svc_monitor.config import Settings
 from svc_monitor.engine.client import EngineClient
+from svc_monitor.engine.ledger import CommandLedger
 from svc_monitor.events import now_ms
 from svc_monitor.metrics.sampling import Sampler
-from svc_monitor.metrics.schemas import HistoryPoint, HistorySeries, MemorySnapshot
+from svc_monitor.metrics.schemas import (
+    CommandLoad,
+    HistoryPoint,
+    HistorySeries,
+    MemorySnapshot,
+    MonitorLoad,
+)
 from svc_monitor.metrics.store import MetricsStore, memory_snapshots, stats_samples
 from svc_monitor.polling.models import Observation
 from svc_monitor.storage.database import Database
@@ -103,6 +110,29 @@ class MetricsService:
     async def live_info(self, client: EngineClient, sections: list[str]) -> dict[str, Any]:
         info = await client.info(*sections) if sections else await client.info("everything")
         return info.sections
+
+    @staticmethod
+    def monitor_load(connection_id: str, ledger: CommandLedger) -> MonitorLoad:
+        minutes = max((now_ms() - ledger.since_ms) / 60_000, 1 / 60)
+        commands = [
+            CommandLoad(
+                command=name,
+                calls=cost.calls,
+                errors=cost.errors,
+                totalMs=round(cost.seconds * 1000, 3),
+                avgMs=round(cost.seconds * 1000 / cost.calls, 3) if cost.calls else 0.0,
+                perMinute=round(cost.calls / minutes, 2),
+            )
+            for name, cost in sorted(ledger.costs().items(), key=lambda kv: -kv[1].calls)
+        ]
+        total = sum(c.calls for c in commands)
+        return MonitorLoad(
+            connectionId=connection_id,
+            since=ledger.since_ms,
+            totalCalls=total,
+            perMinute=round(total / minutes, 2),
+            commands=commands,
+        )
 
     def forget(self, connection_id: str) -> None:
         self._sampler.forget(connection_id)

@@ -1,0 +1,58 @@
+from typing import Any
+
+import pytest
+from sqlalchemy import func, select
+
+from svc_monitor.metrics.store import memory_snapshots, stats_samples
+from svc_monitor.storage.database import Database
+from svc_monitor.storage.retention import DAY_MS, HistoryRetention
+from tests.fixtures.app import make_settings
+
+NOW = 1_800_000_000_000
+
+
+async def fill(db: Database, *, ages_days: list[float]) -> None:
+    rows = [
+        {"connection_id": "c1", "captured_at": int(NOW - age * DAY_MS)} for age in ages_days
+    ]
+    await db.run(lambda conn: conn.execute(memory_snapshots.insert(), rows))
+    await db.run(lambda conn: conn.execute(stats_samples.insert(), rows))
+
+
+async def ages_left(db: Database) -> list[float]:
+    rows = await db.fetch_all(select(memory_snapshots.c.captured_at).order_by("captured_at"))
+    return [round((NOW - r.captured_at) / DAY_MS, 1) for r in rows]
+
+
+@pytest.fixture
+async def db(storage: dict[str, Any]):  # type: ignore[no-untyped-def]
+    database = Database.from_settings(make_settings(**storage))
+    await database.migrate()
+    yield database
+    await database.close()
+
+
+class TestRetention:
+    async def test_window_removes_only_older_history(self, db: Database):
+        await fill(db, ages_days=[40, 31, 29, 1, 0])
+        retention = HistoryRetention(
+            db, [memory_snapshots, stats_samples], retention_days=30, row_cap=None
+        )
+        assert await retention.sweep(now_ms=NOW) == 4
+        assert await ages_left(db) == [29.0, 1.0, 0.0]
+
+    async def test_unset_window_keeps_everything(self, db: Database):
+        await fill(db, ages_days=[4000, 1])
+        retention = HistoryRetention(
+            db, [memory_snapshots, stats_samples], retention_days=None, row_cap=None
+        )
+        assert await retention.sweep(now_ms=NOW) == 0
+        assert await ages_left(db) == [4000.0, 1.0]
+
+    async def test_cap_keeps_the_newest_rows(self, db: Database):
+        await fill(db, ages_days=[5, 4, 3, 2, 1])
+        retention = HistoryRetention(db, [memory_snapshots], retention_days=None, row_cap=2)
+        assert await retention.trim() == 3
+        assert await ages_left(db) == [2.0, 1.0]
+        count = await db.fetch_one(select(func.count()).select_from(stats_samples))
+        assert count is not None and count[0] == 5  # only the tables handed in are trimmed
