@@ -173,6 +173,11 @@ class ConnectionService:
     def last_seen(self, connection: Connection) -> EngineSnapshot | None:
         return self._live.snapshot(connection.id)
 
+    def node_client(self, target: EngineTarget) -> EngineClient:
+        """A client to another node of a connection's cluster, with the seed's credentials and
+        TLS (the caller keeps and closes it)."""
+        return self._live.new_client(target)
+
     def ledger(self, connection: Connection) -> CommandLedger:
         """The commands this monitor has sent the connection's server, and their cost."""
         return self._live.ledger(connection.id)

@@ -47,3 +47,5 @@ class PollKind:
     interval_ms: Callable[[RuntimeSettingsValues, Settings], int]
     poll: Callable[[PollTarget], Awaitable[None]]
     decides_health: bool = False
+    # Called once a connection stops being polled (removed or edited): drop its state.
+    forget: Callable[[str], Awaitable[None]] | None = None

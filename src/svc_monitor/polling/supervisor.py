@@ -62,7 +62,7 @@ class PollSupervisor:
         self._kinds = list(kinds)
         self._polled: dict[str, _Polled] = {}
         self._values: RuntimeSettingsValues | None = None
-        self._values_changed = asyncio.Event()
+        self._sleepers: set[asyncio.Future[bool]] = set()
         self._stopping = False
 
     def request_stop(self) -> None:
@@ -129,6 +129,9 @@ class PollSupervisor:
             task.cancel()
         await asyncio.gather(*polled.tasks, return_exceptions=True)
         self._health.forget(connection_id)
+        for kind in self._kinds:
+            if kind.forget is not None:
+                await kind.forget(connection_id)
 
     def _loop(self, connection: Connection, kind: PollKind) -> PollLoop:
         connection_id = connection.id
@@ -178,12 +181,24 @@ class PollSupervisor:
             self._wake_sleepers()
 
     def _wake_sleepers(self) -> None:
-        self._values_changed.set()
-        self._values_changed = asyncio.Event()
+        for waiter in self._sleepers:
+            _settle(waiter, True)
 
     async def _wait_for_new_values(self, timeout_s: float) -> bool:
-        """Sleep up to `timeout_s`; True if the runtime settings changed meanwhile."""
-        return await _wait_quietly(self._values_changed.wait(), timeout_s)
+        """Sleep up to `timeout_s`; True if the runtime settings changed meanwhile.
+
+        A bare future woken by a timer or by `_wake_sleepers`: no task per sleep (every
+        loop sleeps once a tick), and nothing here turns a cancellation into a timeout.
+        """
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[bool] = loop.create_future()
+        timer = loop.call_later(timeout_s, _settle, waiter, False)
+        self._sleepers.add(waiter)
+        try:
+            return await waiter
+        finally:
+            timer.cancel()
+            self._sleepers.discard(waiter)
 
     @staticmethod
     async def _next_change(changes: Subscription) -> None:
@@ -191,13 +206,18 @@ class PollSupervisor:
             pass
 
 
+def _settle(waiter: "asyncio.Future[bool]", changed: bool) -> None:
+    if not waiter.done():
+        waiter.set_result(changed)
+
+
 async def _wait_quietly(awaitable: Coroutine[Any, Any, Any], timeout_s: float) -> bool:
     """Wait up to `timeout_s` for `awaitable`; True if it finished.
 
     Not `asyncio.timeout`: these waits expire every second or so, and on Python 3.11 a
     cancellation arriving as one expires can come out as TimeoutError and be swallowed,
-    which left a poll loop running after shutdown (seen in tests). `asyncio.wait` times
-    out without cancelling anything, so a cancellation always reaches us.
+    which left the supervisor running after shutdown (seen in tests). `asyncio.wait`
+    times out without cancelling anything, so a cancellation always reaches us.
     """
     waiter = asyncio.ensure_future(awaitable)
     try:

@@ -1,0 +1,230 @@
+"""Whole clusters from one seed: discover every node, poll each directly, merge views.
+
+A connection to any node of a cluster stands for the whole cluster. Its topology is
+read with CLUSTER NODES from the seed (every TOPOLOGY_REFRESH_S, and whenever a node
+fails), so failovers and added or removed nodes show within a poll or two. Each node is
+reached directly with the seed's credentials and TLS settings; its INFO enters the pipe
+as an Observation tagged with the node's host:port.
+"""
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass, replace
+
+from svc_monitor.cluster.schemas import ClusterNodeStats, ClusterSlowlogEntry, Role
+from svc_monitor.connections.models import Connection
+from svc_monitor.connections.service import ConnectionService
+from svc_monitor.engine.client import EngineClient
+from svc_monitor.engine.cluster import ClusterNode, parse_cluster_nodes
+from svc_monitor.engine.errors import EngineError
+from svc_monitor.engine.slowlog import parse_log_reply
+from svc_monitor.errors import Conflict
+from svc_monitor.events import now_ms
+from svc_monitor.polling.live_state import LiveState
+from svc_monitor.polling.models import Observation, PollTarget
+from svc_monitor.polling.observe import Observer
+
+logger = logging.getLogger(__name__)
+
+TOPOLOGY_REFRESH_S = 5.0
+# Nodes polled at once per cluster: enough for big clusters to finish within a tick,
+# few enough that one cluster cannot take every socket.
+NODE_CONCURRENCY = 8
+
+
+@dataclass(slots=True)
+class _Cluster:
+    nodes: list[ClusterNode]
+    refreshed_at: float
+    errors: dict[str, str]
+
+
+class ClusterService:
+    """Topology, per-node clients and cluster-wide reads for cluster connections."""
+
+    def __init__(
+        self, connections: ConnectionService, live_state: LiveState, observer: Observer
+    ) -> None:
+        self._connections = connections
+        self._live_state = live_state
+        self._observer = observer
+        self._clusters: dict[str, _Cluster] = {}
+        self._clients: dict[tuple[str, str], EngineClient] = {}
+
+    # --- polling ---
+
+    async def poll(self, target: PollTarget) -> None:
+        """One pass: refresh the topology when due, then INFO from every other node."""
+        if target.identity is None or not target.identity.cluster_enabled:
+            return
+        connection = target.connection
+        cluster = self._clusters.get(connection.id)
+        due = (
+            cluster is None
+            or cluster.errors
+            or (time.monotonic() - cluster.refreshed_at >= TOPOLOGY_REFRESH_S)
+        )
+        if due:
+            cluster = await self._refresh(connection, target.client, cluster)
+        assert cluster is not None
+        seed = _address(connection.host, connection.port)
+        others = [n for n in cluster.nodes if n.address != seed and "fail" not in n.flags]
+        limit = asyncio.Semaphore(NODE_CONCURRENCY)
+
+        async def poll_node(node: ClusterNode) -> None:
+            async with limit:
+                try:
+                    info = await self._client(connection, node.address).info()
+                except EngineError as exc:
+                    cluster.errors[node.address] = exc.message
+                    return
+                cluster.errors.pop(node.address, None)
+                await self._observer.observe(
+                    Observation(
+                        connection_id=connection.id,
+                        received_at_ms=now_ms(),
+                        info=info,
+                        node=node.address,
+                    )
+                )
+
+        await asyncio.gather(*(poll_node(n) for n in others))
+
+    async def _refresh(
+        self, connection: Connection, seed: EngineClient, previous: _Cluster | None
+    ) -> _Cluster:
+        nodes = parse_cluster_nodes(await seed.execute("CLUSTER", "NODES"))
+        # CLUSTER NODES names the seed by the address it announces, which may not be the
+        # one we connect to; "myself" marks it either way.
+        seed_address = _address(connection.host, connection.port)
+        nodes = [replace(n, address=seed_address) if "myself" in n.flags else n for n in nodes]
+        cluster = _Cluster(nodes, time.monotonic(), previous.errors if previous else {})
+        self._clusters[connection.id] = cluster
+        known = {n.address for n in nodes}
+        for key in [k for k in self._clients if k[0] == connection.id and k[1] not in known]:
+            await self._clients.pop(key).close()
+        return cluster
+
+    def _client(self, connection: Connection, address: str) -> EngineClient:
+        key = (connection.id, address)
+        client = self._clients.get(key)
+        if client is None:
+            host, _, port = address.rpartition(":")
+            seed = self._connections.client(connection)
+            target = replace(seed.target, host=host.strip("[]"), port=int(port))
+            client = self._clients[key] = self._connections.node_client(target)
+        return client
+
+    async def forget(self, connection_id: str) -> None:
+        self._clusters.pop(connection_id, None)
+        for key in [k for k in self._clients if k[0] == connection_id]:
+            await self._clients.pop(key).close()
+
+    async def close(self) -> None:
+        clients = list(self._clients.values())
+        self._clients.clear()
+        await asyncio.gather(*(c.close() for c in clients), return_exceptions=True)
+
+    # --- reads ---
+
+    def node_stats(self, connection: Connection) -> list[ClusterNodeStats]:
+        cluster = self._require(connection)
+        seed = _address(connection.host, connection.port)
+        stats = []
+        for node in cluster.nodes:
+            observation = self._live_state.latest(
+                connection.id, None if node.address == seed else node.address
+            )
+            error = cluster.errors.get(node.address)
+            row = ClusterNodeStats(
+                id=node.id,
+                address=node.address,
+                role=_role(node, observation),
+                primaryId=node.master,
+                slots=sum(last - first + 1 for first, last in node.slots),
+                status="down" if error or "fail" in node.flags else "unknown",
+                error=error,
+            )
+            if observation is not None and row.status != "down":
+                info = observation.info
+                row = row.model_copy(
+                    update={
+                        "status": "up",
+                        "polledAt": observation.received_at_ms,
+                        "version": info.get_str("server", "valkey_version")
+                        or info.get_str("server", "redis_version"),
+                        "usedMemory": info.get_int("memory", "used_memory"),
+                        "opsPerSec": info.get_int("stats", "instantaneous_ops_per_sec"),
+                        "connectedClients": info.get_int("clients", "connected_clients"),
+                        "replicationOffset": info.get_int("replication", "master_repl_offset"),
+                        "masterLinkStatus": info.get_str("replication", "master_link_status"),
+                    }
+                )
+            stats.append(row)
+        return stats
+
+    async def merged_slowlog(
+        self, connection: Connection, *, count: int
+    ) -> list[ClusterSlowlogEntry]:
+        """SLOWLOG GET from every node at once, merged newest first."""
+        cluster = self._require(connection)
+        seed = _address(connection.host, connection.port)
+
+        async def read(node: ClusterNode) -> list[ClusterSlowlogEntry]:
+            client = (
+                self._connections.client(connection)
+                if node.address == seed
+                else self._client(connection, node.address)
+            )
+            try:
+                reply = await client.execute("SLOWLOG", "GET", count)
+            except EngineError as exc:
+                logger.debug("slow log of %s unreadable: %s", node.address, exc.message)
+                return []
+            return [
+                ClusterSlowlogEntry(
+                    node=node.address,
+                    nodeId=node.id,
+                    id=e.id,
+                    timestamp=e.started_at_ms,
+                    duration=e.duration,
+                    command=list(e.args),
+                    clientAddress=e.client_address,
+                    clientName=e.client_name,
+                )
+                for e in parse_log_reply(reply)
+            ]
+
+        batches = await asyncio.gather(*(read(n) for n in cluster.nodes))
+        merged = [entry for batch in batches for entry in batch]
+        merged.sort(key=lambda e: (e.timestamp, e.id), reverse=True)
+        return merged[:count]
+
+    def _require(self, connection: Connection) -> _Cluster:
+        cluster = self._clusters.get(connection.id)
+        if cluster is None:
+            raise ClusterNotDiscovered(
+                f"Connection '{connection.id}' is not a cluster, or its nodes are not "
+                "discovered yet (cluster mode off, or the first poll has not run)"
+            )
+        return cluster
+
+
+class ClusterNotDiscovered(Conflict):
+    pass
+
+
+def _role(node: ClusterNode, observation: Observation | None) -> Role:
+    """The role the node itself reports in INFO (fresh each poll, so a failover shows at
+    once); CLUSTER NODES flags until its first INFO arrives."""
+    reported = observation.info.get_str("replication", "role") if observation else None
+    if reported == "master" or (reported is None and "master" in node.flags):
+        return "primary"
+    if reported == "slave" or (reported is None and "slave" in node.flags):
+        return "replica"
+    return "unknown"
+
+
+def _address(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

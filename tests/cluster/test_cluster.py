@@ -1,0 +1,103 @@
+"""Whole clusters from one seed, on a real Valkey 9.1 cluster of three primaries with one
+replica each."""
+
+import asyncio
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from tests.fixtures.app import AppFactory
+from tests.fixtures.servers import RunningServer, ServerFactory
+
+FAST = {"ANOMALY_POLL_INTERVAL_MS": 200, "HISTORY_SAMPLE_INTERVAL_MS": 60_000}
+
+
+@pytest.fixture(scope="module")
+def cluster(server_factory: ServerFactory) -> Iterator[list[RunningServer]]:
+    nodes = server_factory.cluster("valkey", masters=3, replicas_per_master=1)
+    yield nodes
+    for node in reversed(nodes):
+        server_factory.stop(node)
+
+
+async def eventually(check, *, within: float = 10.0) -> None:
+    deadline = time.monotonic() + within
+    while not await check():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        await asyncio.sleep(0.1)
+
+
+class TestClusterFromOneSeed:
+    async def test_seed_shows_all_six_nodes_and_a_failover_swaps_roles(
+        self, memory_app_factory: AppFactory, cluster: list[RunningServer]
+    ):
+        seed = cluster[0]
+        replica = cluster[3]  # replicates cluster[0]
+        async with memory_app_factory(**FAST, DB_HOST=seed.host, DB_PORT=seed.port) as app:
+
+            async def all_polled() -> bool:
+                response = await app.client.get("/api/metrics/cluster/node-stats")
+                if response.status_code != 200:
+                    return False
+                nodes = response.json()
+                return len(nodes) == 6 and all(n["status"] == "up" for n in nodes)
+
+            await eventually(all_polled)
+            nodes = (await app.client.get("/api/metrics/cluster/node-stats")).json()
+            roles = {n["address"]: n["role"] for n in nodes}
+            addresses = {f"{n.host}:{n.port}" for n in cluster}
+            assert set(roles) == addresses
+            assert sorted(roles.values()) == ["primary"] * 3 + ["replica"] * 3
+            assert sum(n["slots"] for n in nodes) == 16384
+            assert roles[f"{replica.host}:{replica.port}"] == "replica"
+
+            with replica.client() as direct:
+                direct.execute_command("CLUSTER", "FAILOVER")
+            failed_over_at = time.monotonic()
+
+            async def swapped() -> bool:
+                nodes = (await app.client.get("/api/metrics/cluster/node-stats")).json()
+                roles = {n["address"]: n["role"] for n in nodes}
+                return (
+                    roles[f"{replica.host}:{replica.port}"] == "primary"
+                    and roles[f"{seed.host}:{seed.port}"] == "replica"
+                )
+
+            await eventually(swapped)
+            # The failover itself takes a moment; once done, two polls (0.4 s) must show it.
+            assert time.monotonic() - failed_over_at < 10
+
+    async def test_merged_slow_log_holds_entries_from_every_node(
+        self, memory_app_factory: AppFactory, cluster: list[RunningServer]
+    ):
+        for node in cluster:
+            with node.client() as direct:
+                direct.config_set("slowlog-log-slower-than", 0)
+                direct.slowlog_reset()
+                direct.echo(f"hello from {node.port}")
+        seed = cluster[1]
+        try:
+            async with memory_app_factory(**FAST, DB_HOST=seed.host, DB_PORT=seed.port) as app:
+
+                async def discovered() -> bool:
+                    response = await app.client.get("/api/metrics/cluster/node-stats")
+                    return response.status_code == 200 and len(response.json()) == 6
+
+                await eventually(discovered)
+                entries = (await app.client.get("/api/metrics/cluster/slowlog?count=500")).json()
+        finally:
+            for node in cluster:
+                with node.client() as direct:
+                    direct.config_set("slowlog-log-slower-than", 10000)
+        assert {e["node"] for e in entries} == {f"{n.host}:{n.port}" for n in cluster}
+        echoed = {e["node"] for e in entries if e["command"][:1] == ["ECHO"]}
+        assert echoed == {f"{n.host}:{n.port}" for n in cluster}
+        times = [e["timestamp"] for e in entries]
+        assert times == sorted(times, reverse=True)
+
+    async def test_standalone_connection_is_not_a_cluster(self, api):
+        response = await api.client.get("/api/metrics/cluster/node-stats")
+        assert response.status_code == 409
+        assert "not a cluster" in response.json()["message"]
