@@ -8,6 +8,20 @@ from collections.abc import AsyncIterator
 from fastapi import FastAPI
 
 from svc_monitor import __version__
+from svc_monitor.audit import store as audit_store
+from svc_monitor.audit.api import router as audit_router
+from svc_monitor.audit.service import AuditService
+from svc_monitor.audit.store import AuditStore
+from svc_monitor.client_analytics import store as client_analytics_store
+from svc_monitor.client_analytics.api import router as client_analytics_router
+from svc_monitor.client_analytics.service import ClientAnalyticsService
+from svc_monitor.client_analytics.store import ClientSnapshotStore
+from svc_monitor.cluster.api import router as cluster_router
+from svc_monitor.cluster.service import ClusterService
+from svc_monitor.commandstats import store as commandstats_store
+from svc_monitor.commandstats.api import router as commandstats_router
+from svc_monitor.commandstats.service import CommandstatsService
+from svc_monitor.commandstats.store import CommandstatsStore
 from svc_monitor.config import Settings, StorageType
 from svc_monitor.connections.api import router as connections_router
 from svc_monitor.connections.live import LiveConnections
@@ -16,20 +30,38 @@ from svc_monitor.connections.service import ConnectionService
 from svc_monitor.connections.store import ConnectionStore
 from svc_monitor.errors import install_error_handlers
 from svc_monitor.events import EventBus
+from svc_monitor.latency import store as latency_store
+from svc_monitor.latency.api import router as latency_router
+from svc_monitor.latency.service import LatencyService
+from svc_monitor.latency.store import LatencyStore
+from svc_monitor.live_metrics.api import router as live_metrics_router
+from svc_monitor.live_metrics.service import LiveMetricsService
+from svc_monitor.metrics import store as metrics_store
 from svc_monitor.metrics.api import router as metrics_router
 from svc_monitor.metrics.service import MetricsService
 from svc_monitor.metrics.store import MetricsStore
+from svc_monitor.polling.audit_poll import AuditPoller
+from svc_monitor.polling.clients_poll import ClientsPoller
+from svc_monitor.polling.cluster_poll import cluster_kind
+from svc_monitor.polling.commandstats_poll import CommandstatsPoller
 from svc_monitor.polling.health import InstanceHealth
 from svc_monitor.polling.info_poll import InfoPoller
+from svc_monitor.polling.latency_poll import LatencyPoller
 from svc_monitor.polling.live_state import LiveState
+from svc_monitor.polling.log_polls import LogPoller
 from svc_monitor.polling.observe import Observer
 from svc_monitor.polling.supervisor import PollSupervisor
 from svc_monitor.runtime_settings.api import router as settings_router
 from svc_monitor.runtime_settings.service import RuntimeSettingsService
 from svc_monitor.runtime_settings.store import RuntimeSettingsStore
 from svc_monitor.services import Services
+from svc_monitor.slowlog import store as slowlog_store
+from svc_monitor.slowlog.api import router as slowlog_router
+from svc_monitor.slowlog.service import SlowlogService
+from svc_monitor.slowlog.store import SlowlogStore
 from svc_monitor.storage.app_meta import AppMetaStore
 from svc_monitor.storage.database import Database
+from svc_monitor.storage.retention import MEMORY_ROW_CAP, HistoryRetention
 from svc_monitor.system.api import router as system_router
 from svc_monitor.system.service import HealthService
 from svc_monitor.system.version_check import VersionService
@@ -64,8 +96,18 @@ def build_services(settings: Settings) -> Services:
     instance_health = InstanceHealth(bus)
     kinds = [InfoPoller(connections, observer).kind()]
     # [slice: slowlog] poll kinds
+    slowlog = SlowlogService(SlowlogStore(db), connections)
+    kinds += LogPoller(slowlog).kinds()
     # [slice: audit] poll kinds
+    audit = AuditService(AuditStore(db))
+    client_analytics = ClientAnalyticsService(ClientSnapshotStore(db))
+    kinds += [AuditPoller(audit).kind(), ClientsPoller(client_analytics, live_state).kind()]
     # [slice: live-metrics] poll kinds
+    commandstats = CommandstatsService(CommandstatsStore(db))
+    latency = LatencyService(LatencyStore(db))
+    kinds += [CommandstatsPoller(commandstats).kind(), LatencyPoller(latency).kind()]
+    clusters = ClusterService(connections, live_state, observer)
+    kinds.append(cluster_kind(clusters))
     supervisor = PollSupervisor(
         connections=connections,
         runtime_settings=runtime_settings,
@@ -90,8 +132,15 @@ def build_services(settings: Settings) -> Services:
         instance_health=instance_health,
         supervisor=supervisor,
         # [slice: slowlog] services
+        slowlog=slowlog,
         # [slice: audit] services
+        audit=audit,
+        client_analytics=client_analytics,
         # [slice: live-metrics] services
+        live_metrics=LiveMetricsService(connections),
+        commandstats=commandstats,
+        latency=latency,
+        clusters=clusters,
     )
 
 
@@ -110,6 +159,7 @@ def create_app(settings: Settings, *, embedded_valkey_port: int | None = None) -
             asyncio.create_task(services.versions.run(), name="version-check"),
             asyncio.create_task(_check_connections(services), name="first-check"),
             asyncio.create_task(services.supervisor.run(), name="poll-supervisor"),
+            asyncio.create_task(_retention(services).run(), name="retention"),
         ]
         try:
             yield
@@ -137,13 +187,44 @@ def create_app(settings: Settings, *, embedded_valkey_port: int | None = None) -
     app.include_router(settings_router, prefix="/api")
     app.include_router(metrics_router, prefix="/api")
     # [slice: slowlog] routers
+    app.include_router(slowlog_router, prefix="/api")
     # [slice: audit] routers
+    app.include_router(audit_router, prefix="/api")
+    app.include_router(client_analytics_router, prefix="/api")
     # [slice: live-metrics] routers
+    app.include_router(live_metrics_router, prefix="/api")
+    app.include_router(commandstats_router, prefix="/api")
+    app.include_router(latency_router, prefix="/api")
+    app.include_router(cluster_router, prefix="/api")
     mount_docs(app, openapi_url=OPENAPI_URL)
     return app
 
 
+def _retention(services: Services) -> HistoryRetention:
+    """Every history table of every store; the fast-growing sample stores are also swept
+    hourly. Built here because storage/ knows no domain."""
+    sample_tables = (
+        *metrics_store.HISTORY_TABLES,
+        *commandstats_store.HISTORY_TABLES,
+        *client_analytics_store.HISTORY_TABLES,
+    )
+    settings = services.settings
+    return HistoryRetention(
+        services.db,
+        [
+            *sample_tables,
+            *slowlog_store.HISTORY_TABLES,
+            *audit_store.HISTORY_TABLES,
+            *latency_store.HISTORY_TABLES,
+        ],
+        sample_tables=sample_tables,
+        retention_days=settings.LOCAL_RETENTION_DAYS,
+        row_cap=MEMORY_ROW_CAP if settings.STORAGE_TYPE is StorageType.MEMORY else None,
+    )
+
+
 async def _stop(services: Services) -> None:
+    await services.clusters.close()
     await services.live.close()
     await services.db.close()
 

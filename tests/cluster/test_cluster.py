@@ -60,7 +60,7 @@ class TestClusterFromOneSeed:
             async def swapped() -> bool:
                 nodes = (await app.client.get("/api/metrics/cluster/node-stats")).json()
                 roles = {n["address"]: n["role"] for n in nodes}
-                return (
+                return bool(
                     roles[f"{replica.host}:{replica.port}"] == "primary"
                     and roles[f"{seed.host}:{seed.port}"] == "replica"
                 )

@@ -1,3 +1,5 @@
+import asyncio
+import time
 from typing import Any
 
 import pytest
@@ -11,10 +13,8 @@ from tests.fixtures.app import make_settings
 NOW = 1_800_000_000_000
 
 
-async def fill(db: Database, *, ages_days: list[float]) -> None:
-    rows = [
-        {"connection_id": "c1", "captured_at": int(NOW - age * DAY_MS)} for age in ages_days
-    ]
+async def fill(db: Database, *, ages_days: list[float], now: int = NOW) -> None:
+    rows = [{"connection_id": "c1", "captured_at": int(now - age * DAY_MS)} for age in ages_days]
     await db.run(lambda conn: conn.execute(memory_snapshots.insert(), rows))
     await db.run(lambda conn: conn.execute(stats_samples.insert(), rows))
 
@@ -25,7 +25,7 @@ async def ages_left(db: Database) -> list[float]:
 
 
 @pytest.fixture
-async def db(storage: dict[str, Any]):  # type: ignore[no-untyped-def]
+async def db(storage: dict[str, Any]):
     database = Database.from_settings(make_settings(**storage))
     await database.migrate()
     yield database
@@ -55,4 +55,38 @@ class TestRetention:
         assert await retention.trim() == 3
         assert await ages_left(db) == [2.0, 1.0]
         count = await db.fetch_one(select(func.count()).select_from(stats_samples))
-        assert count is not None and count[0] == 5  # only the tables handed in are trimmed
+        assert count is not None
+        assert count[0] == 5  # only the tables handed in are trimmed
+
+
+class TestRetentionInTheService:
+    async def test_startup_sweep_removes_history_past_the_window(
+        self, valkey_server, persistent_storage: dict[str, Any]
+    ):
+        from tests.fixtures.app import running_app, target_of
+
+        now = int(time.time() * 1000)
+        settings = make_settings(**target_of(valkey_server), **persistent_storage)
+        async with running_app(settings) as app:
+            await fill(app.services.db, ages_days=[400, 10, 0], now=now)
+        kept = make_settings(
+            **target_of(valkey_server), **persistent_storage, LOCAL_RETENTION_DAYS=30
+        )
+        async with running_app(kept) as app:
+
+            async def swept() -> bool:
+                rows = await app.services.db.fetch_all(select(memory_snapshots.c.captured_at))
+                return all(r.captured_at > now - 30 * DAY_MS for r in rows)
+
+            for _ in range(50):
+                if await swept():
+                    break
+                await asyncio.sleep(0.05)
+            old = await app.services.db.fetch_all(
+                select(memory_snapshots).where(memory_snapshots.c.captured_at < now - 30 * DAY_MS)
+            )
+            kept_rows = await app.services.db.fetch_all(
+                select(memory_snapshots).where(memory_snapshots.c.connection_id == "c1")
+            )
+        assert old == []
+        assert len(kept_rows) == 2  # 10 days and today stay

@@ -109,7 +109,7 @@ class MetricsService:
 
     async def live_info(self, client: EngineClient, sections: list[str]) -> dict[str, Any]:
         info = await client.info(*sections) if sections else await client.info("everything")
-        return info.sections
+        return dict(info.sections)
 
     @staticmethod
     def monitor_load(connection_id: str, ledger: CommandLedger) -> MonitorLoad:

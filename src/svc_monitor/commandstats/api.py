@@ -1,0 +1,51 @@
+"""Commandstats routes (under /api): latest counters and per-command history."""
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from svc_monitor.api_params import From, Limit, To
+from svc_monitor.commandstats.dependencies import CommandstatsDep
+from svc_monitor.commandstats.schemas import CommandStatRead, CommandStatSample
+from svc_monitor.connections.dependencies import SelectedConnection
+from svc_monitor.errors import error_responses
+
+router = APIRouter(tags=["commandstats"])
+
+
+@router.get(
+    "/metrics/commandstats/summary",
+    response_model=list[CommandStatRead],
+    responses=error_responses(404),
+)
+async def get_commandstats_summary(
+    connection: SelectedConnection, commandstats: CommandstatsDep
+) -> list[CommandStatRead]:
+    """Per-command counters (calls, usec, rejected, failed) from the latest commandstats
+    poll, most called first; empty until the first poll of the connection."""
+    return commandstats.summary(connection.id)
+
+
+@router.get(
+    "/metrics/commandstats/history",
+    response_model=list[CommandStatSample],
+    responses=error_responses(404, 422),
+)
+async def get_commandstats_history(
+    connection: SelectedConnection,
+    commandstats: CommandstatsDep,
+    command: Annotated[
+        str,
+        Query(
+            min_length=1,
+            max_length=128,
+            description="command name as commandstats names it (`get`, `config|get`)",
+        ),
+    ],
+    since: From = None,
+    until: To = None,
+    limit: Limit = 1000,
+) -> list[CommandStatSample]:
+    """Stored samples of one command, oldest first: a row for every poll in which its
+    calls moved, with the counters and their deltas since the previous poll."""
+    return await commandstats.history(connection.id, command, since=since, until=until, limit=limit)

@@ -1,0 +1,142 @@
+"""Commandstats history from INFO commandstats polls, and the latest counters.
+
+The first poll of a connection is a baseline and stores nothing. From then on a command's
+row is written whenever its `calls` moved since the previous poll. A counter that went
+down (server restart, CONFIG RESETSTAT) starts a new baseline for that command instead of
+storing a negative delta. A command absent from the previous poll counts from zero: it
+has not been called since the server's last reset.
+
+The latest poll's counters (the summary) live in memory per connection; they are a live
+view, refreshed every poll, so nothing is lost by not storing them.
+"""
+
+from dataclasses import dataclass
+
+from svc_monitor.commandstats.schemas import CommandStatRead, CommandStatSample
+from svc_monitor.commandstats.store import CommandstatsStore
+from svc_monitor.engine.info import ParsedInfo
+
+_PREFIX = "cmdstat_"
+
+
+@dataclass(frozen=True, slots=True)
+class _Counters:
+    calls: int
+    usec: int
+    usec_per_call: float
+    rejected_calls: int | None
+    failed_calls: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Poll:
+    captured_at: int
+    counters: dict[str, _Counters]
+
+
+class CommandstatsService:
+    """Records commandstats polls and answers the summary and history routes."""
+
+    def __init__(self, store: CommandstatsStore) -> None:
+        self._store = store
+        self._latest: dict[str, _Poll] = {}
+
+    async def record(self, connection_id: str, info: ParsedInfo, *, captured_at: int) -> None:
+        current = _Poll(captured_at, _counters(info))
+        previous = self._latest.get(connection_id)
+        self._latest[connection_id] = current
+        if previous is None:
+            return  # the baseline
+        interval = max(0, captured_at - previous.captured_at)
+        rows = []
+        for command, now in current.counters.items():
+            before = previous.counters.get(command)
+            base_calls, base_usec = (before.calls, before.usec) if before else (0, 0)
+            if now.calls <= base_calls or now.usec < base_usec:
+                continue  # unmoved, or reset since: this poll is the new baseline
+            rows.append(
+                {
+                    "connection_id": connection_id,
+                    "captured_at": captured_at,
+                    "command": command,
+                    "calls": now.calls,
+                    "usec": now.usec,
+                    "usec_per_call": now.usec_per_call,
+                    "rejected_calls": now.rejected_calls,
+                    "failed_calls": now.failed_calls,
+                    "calls_delta": now.calls - base_calls,
+                    "usec_delta": now.usec - base_usec,
+                    "interval_ms": interval,
+                }
+            )
+        await self._store.insert(rows)
+
+    def summary(self, connection_id: str) -> list[CommandStatRead]:
+        """The latest poll's counters, most called first; empty before the first poll."""
+        poll = self._latest.get(connection_id)
+        if poll is None:
+            return []
+        stats = [
+            CommandStatRead(
+                command=command,
+                calls=c.calls,
+                usec=c.usec,
+                usecPerCall=c.usec_per_call,
+                rejectedCalls=c.rejected_calls,
+                failedCalls=c.failed_calls,
+                capturedAt=poll.captured_at,
+            )
+            for command, c in poll.counters.items()
+        ]
+        return sorted(stats, key=lambda s: (-s.calls, s.command))
+
+    async def history(
+        self, connection_id: str, command: str, *, since: int | None, until: int | None, limit: int
+    ) -> list[CommandStatSample]:
+        rows = await self._store.history(
+            connection_id, command.lower(), since=since, until=until, limit=limit
+        )
+        return [
+            CommandStatSample(
+                id=r.id,
+                command=r.command,
+                calls=r.calls,
+                usec=r.usec,
+                usecPerCall=r.usec_per_call,
+                rejectedCalls=r.rejected_calls,
+                failedCalls=r.failed_calls,
+                capturedAt=r.captured_at,
+                callsDelta=r.calls_delta,
+                usecDelta=r.usec_delta,
+                intervalMs=r.interval_ms,
+            )
+            for r in rows
+        ]
+
+    def forget(self, connection_id: str) -> None:
+        self._latest.pop(connection_id, None)
+
+
+def _counters(info: ParsedInfo) -> dict[str, _Counters]:
+    result: dict[str, _Counters] = {}
+    for name, value in info.sections.get("commandstats", {}).items():
+        if not name.startswith(_PREFIX) or not isinstance(value, dict):
+            continue
+        calls, usec = _int(value.get("calls")), _int(value.get("usec"))
+        if calls is None or usec is None:
+            continue
+        per_call = value.get("usec_per_call")
+        result[name.removeprefix(_PREFIX).lower()] = _Counters(
+            calls=calls,
+            usec=usec,
+            usec_per_call=float(per_call)
+            if isinstance(per_call, int | float)
+            else (usec / calls if calls else 0.0),
+            rejected_calls=_int(value.get("rejected_calls")),
+            failed_calls=_int(value.get("failed_calls")),
+        )
+    return result
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

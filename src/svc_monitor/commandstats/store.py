@@ -1,0 +1,86 @@
+"""Commandstats history: one row per command whose `calls` moved between two polls.
+
+Indexed by (connection_id, captured_at) like every history table, and by
+(connection_id, command, captured_at) because the history route reads one command.
+"""
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Connection,
+    Float,
+    Index,
+    Integer,
+    Row,
+    String,
+    Table,
+    select,
+)
+
+from svc_monitor.storage.database import Database
+from svc_monitor.storage.metadata import metadata
+
+commandstats_samples = Table(
+    "commandstats_samples",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("connection_id", String(64), nullable=False),
+    Column("captured_at", BigInteger, nullable=False),
+    Column("command", String(128), nullable=False),
+    Column("calls", BigInteger, nullable=False),
+    Column("usec", BigInteger, nullable=False),
+    Column("usec_per_call", Float, nullable=False),
+    # Null where the engine does not report them (older engines lack rejected/failed).
+    Column("rejected_calls", BigInteger),
+    Column("failed_calls", BigInteger),
+    Column("calls_delta", BigInteger, nullable=False),
+    Column("usec_delta", BigInteger, nullable=False),
+    Column("interval_ms", BigInteger, nullable=False),
+    Index("ix_commandstats_samples_connection_time", "connection_id", "captured_at"),
+    Index(
+        "ix_commandstats_samples_connection_command_time",
+        "connection_id",
+        "command",
+        "captured_at",
+    ),
+)
+
+HISTORY_TABLES = (commandstats_samples,)
+
+
+class CommandstatsStore:
+    """Writes and reads commandstats samples."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def insert(self, rows: list[dict[str, Any]]) -> None:
+        """One batch in one transaction."""
+
+        def write(conn: Connection) -> None:
+            conn.execute(commandstats_samples.insert(), rows)
+
+        if rows:
+            await self._db.run(write)
+
+    async def history(
+        self,
+        connection_id: str,
+        command: str,
+        *,
+        since: int | None,
+        until: int | None,
+        limit: int,
+    ) -> Sequence[Row[Any]]:
+        t = commandstats_samples.c
+        query = select(commandstats_samples).where(
+            t.connection_id == connection_id, t.command == command
+        )
+        if since is not None:
+            query = query.where(t.captured_at >= since)
+        if until is not None:
+            query = query.where(t.captured_at <= until)
+        return await self._db.fetch_all(query.order_by(t.captured_at, t.id).limit(limit))

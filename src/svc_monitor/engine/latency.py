@@ -1,0 +1,100 @@
+"""Parse LATENCY LATEST / HISTORY / HISTOGRAM replies (RESP2, bytes): pure functions, no I/O.
+
+Replies come from a server we do not control, so malformed items are skipped, never raised on.
+Valkey 8+ adds two fields to each LATENCY LATEST item (sum and count of the spikes, e.g.
+`[b"command", 1795317942, 20, 20, 20, 1]`); Redis 6.2/7.0 send four. Only the first four are
+kept, so both read the same.
+"""
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class LatencyEvent:
+    """One monitored event of LATENCY LATEST."""
+
+    name: str
+    latest_at_s: int  # unix seconds of the latest spike
+    latest_ms: int
+    max_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class CommandHistogram:
+    """One command of LATENCY HISTOGRAM: its calls, and per bucket (key: upper bound in usec)
+    the calls at or under it; the engine's counts are cumulative."""
+
+    calls: int
+    histogram: dict[str, int]
+
+
+def text(value: Any) -> str:
+    """A reply item as text: bytes decoded leniently, anything else through str()."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return str(value)
+
+
+def integer(value: Any) -> int | None:
+    """A reply item as an int when it is one (or its decimal text); else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, bytes | str):
+        try:
+            return int(value)
+        except ValueError:
+            return None
+    return None
+
+
+def pairs(items: Any) -> Iterator[tuple[str, Any]]:
+    """A flat `[key, value, key, value ...]` reply as (key text, value) pairs."""
+    if not isinstance(items, list):
+        return
+    for index in range(0, len(items) - 1, 2):
+        yield text(items[index]), items[index + 1]
+
+
+def parse_latency_latest(reply: Any) -> list[LatencyEvent]:
+    events: list[LatencyEvent] = []
+    for item in reply if isinstance(reply, list) else []:
+        if not isinstance(item, list) or len(item) < 4:
+            continue
+        numbers = [integer(v) for v in item[1:4]]
+        if any(n is None for n in numbers):
+            continue
+        at, latest, most = (n for n in numbers if n is not None)
+        events.append(LatencyEvent(text(item[0]), at, latest, most))
+    return events
+
+
+def parse_latency_history(reply: Any) -> list[tuple[int, int]]:
+    """LATENCY HISTORY as (unix seconds, latency ms) pairs, oldest first as the server sends."""
+    points: list[tuple[int, int]] = []
+    for item in reply if isinstance(reply, list) else []:
+        if isinstance(item, list) and len(item) >= 2:
+            at, latency = integer(item[0]), integer(item[1])
+            if at is not None and latency is not None:
+                points.append((at, latency))
+    return points
+
+
+def parse_latency_histogram(reply: Any) -> dict[str, CommandHistogram]:
+    """LATENCY HISTOGRAM (Redis 7+, Valkey): `[cmd, [calls, n, histogram_usec, [b, c ...]] ...]`."""
+    result: dict[str, CommandHistogram] = {}
+    for command, details in pairs(reply):
+        fields = dict(pairs(details))
+        calls = integer(fields.get("calls"))
+        if calls is None:
+            continue
+        buckets: dict[str, int] = {}
+        for bucket, count in pairs(fields.get("histogram_usec")):
+            number = integer(count)
+            if number is not None:
+                buckets[bucket] = number
+        result[command] = CommandHistogram(calls=calls, histogram=buckets)
+    return result

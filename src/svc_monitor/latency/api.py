@@ -1,0 +1,50 @@
+"""Latency history routes (under /api)."""
+
+from fastapi import APIRouter
+
+from svc_monitor.api_params import From, Limit, Offset, To
+from svc_monitor.connections.dependencies import SelectedConnection
+from svc_monitor.errors import error_responses
+from svc_monitor.latency.dependencies import LatencyDep
+from svc_monitor.latency.schemas import LatencyHistogramRead, LatencySnapshotRead
+
+router = APIRouter(tags=["latency history"])
+
+
+@router.get(
+    "/latency-analytics/snapshots",
+    response_model=list[LatencySnapshotRead],
+    responses=error_responses(404, 422),
+)
+async def list_latency_snapshots(
+    connection: SelectedConnection,
+    latency: LatencyDep,
+    since: From = None,
+    until: To = None,
+    limit: Limit = 100,
+    offset: Offset = 0,
+) -> list[LatencySnapshotRead]:
+    """Stored latency events of the selected connection, oldest first: one row each time
+    an event's latest spike moved (needs `latency-monitor-threshold` above 0)."""
+    return await latency.snapshots(
+        connection.id, since=since, until=until, limit=limit, offset=offset
+    )
+
+
+@router.get(
+    "/latency-analytics/histograms",
+    response_model=list[LatencyHistogramRead],
+    responses=error_responses(404, 422),
+)
+async def list_latency_histograms(
+    connection: SelectedConnection,
+    latency: LatencyDep,
+    since: From = None,
+    until: To = None,
+    limit: Limit = 100,
+    offset: Offset = 0,
+) -> list[LatencyHistogramRead]:
+    """Stored LATENCY HISTOGRAM snapshots (one per poll, Redis 7+ and Valkey), oldest first."""
+    return await latency.histograms(
+        connection.id, since=since, until=until, limit=limit, offset=offset
+    )

@@ -1,0 +1,15 @@
+"""FastAPI dependencies of the live-metrics domain."""
+
+from typing import Annotated
+
+from fastapi import Depends
+
+from svc_monitor.live_metrics.service import LiveMetricsService
+from svc_monitor.services import ServicesDep
+
+
+def get_live_metrics(services: ServicesDep) -> LiveMetricsService:
+    return services.live_metrics
+
+
+LiveMetricsDep = Annotated[LiveMetricsService, Depends(get_live_metrics)]

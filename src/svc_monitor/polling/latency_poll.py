@@ -1,0 +1,61 @@
+"""One latency pass: LATENCY LATEST and, where the engine has it, LATENCY HISTOGRAM."""
+
+import logging
+from typing import Any
+
+from svc_monitor.config import Settings
+from svc_monitor.engine.capabilities import EngineIdentity
+from svc_monitor.engine.errors import EngineError
+from svc_monitor.engine.info import parse_version
+from svc_monitor.engine.latency import parse_latency_histogram, parse_latency_latest
+from svc_monitor.events import now_ms
+from svc_monitor.latency.service import LatencyService
+from svc_monitor.polling.models import PollKind, PollTarget
+from svc_monitor.runtime_settings.schemas import RuntimeSettingsValues
+
+logger = logging.getLogger(__name__)
+
+
+class LatencyPoller:
+    """Reads the latency monitor into latency history; skipped where the engine lacks it."""
+
+    def __init__(self, latency: LatencyService) -> None:
+        self._latency = latency
+
+    async def poll(self, target: PollTarget) -> None:
+        identity = target.identity
+        if identity is None or not identity.capabilities.has_latency_monitor:
+            return
+        commands: list[list[Any]] = [["LATENCY", "LATEST"]]
+        if _has_histogram(identity):
+            commands.append(["LATENCY", "HISTOGRAM"])
+        replies = await target.client.try_each(commands)
+        latest, histogram = replies[0], replies[1] if len(replies) > 1 else None
+        for reply in (latest, histogram):
+            if isinstance(reply, EngineError):
+                # A refused command (renamed, denied) degrades quietly; the rest still counts.
+                logger.debug("%s: latency read refused: %s", target.connection.id, reply.message)
+        await self._latency.record(
+            target.connection.id,
+            captured_at=now_ms(),
+            events=[] if isinstance(latest, EngineError) else parse_latency_latest(latest),
+            histogram=None
+            if histogram is None or isinstance(histogram, EngineError)
+            else parse_latency_histogram(histogram),
+        )
+
+    async def forget(self, connection_id: str) -> None:
+        # Removed or edited: the next poll reads the last stored spike times again.
+        self._latency.forget(connection_id)
+
+    def kind(self) -> PollKind:
+        return PollKind(name="latency", interval_ms=_interval, poll=self.poll, forget=self.forget)
+
+
+def _has_histogram(identity: EngineIdentity) -> bool:
+    # LATENCY HISTOGRAM came with Redis 7.0; every Valkey has it.
+    return identity.type == "valkey" or parse_version(identity.version)[:2] >= (7, 0)
+
+
+def _interval(_: RuntimeSettingsValues, settings: Settings) -> int:
+    return settings.LATENCY_POLL_INTERVAL_MS

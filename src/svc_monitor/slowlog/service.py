@@ -1,0 +1,262 @@
+"""Slow-log and command-log history (fed by the polls) and the live log routes.
+
+History outlives the server's ring buffer: each poll reads the newest entries and
+stores the ones past a per-(connection, node, log) high-water mark, the newest
+entry stored so far. Ids grow for the life of a server process (SLOWLOG RESET
+empties the log but keeps counting); a restart starts them again at 0. So an
+entry is new when its id passes the mark or it started after it, and a reply
+whose newest id is below the mark, or whose entry with the mark's id started at
+another time, comes from a new server lifetime: all of it is new. The store's
+unique key on (id, start time) backs this up, so nothing is ever stored twice.
+"""
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+from sqlalchemy import Row
+
+from svc_monitor.connections.models import Connection
+from svc_monitor.connections.service import ConnectionService
+from svc_monitor.engine.client import EngineClient
+from svc_monitor.engine.errors import EngineError
+from svc_monitor.engine.slowlog import LogEntry, LogType, parse_log_reply
+from svc_monitor.errors import NotSupported, Unavailable
+from svc_monitor.events import now_ms
+from svc_monitor.slowlog.patterns import analyze
+from svc_monitor.slowlog.schemas import (
+    CommandLogEntryRead,
+    LogEntryRead,
+    PatternAnalysis,
+    StoredCommandLogEntry,
+    StoredLogEntry,
+)
+from svc_monitor.slowlog.store import SlowlogStore, decode_args
+
+logger = logging.getLogger(__name__)
+
+COMMANDLOG_UNSUPPORTED = (
+    "Failed to get commandlog: COMMANDLOG not supported on this database version"
+)
+
+
+class CommandLogNotSupported(NotSupported):
+    """COMMANDLOG needs Valkey 8.1 or newer (and the right to run it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Mark:
+    """The newest entry stored of one log of one node."""
+
+    entry_id: int
+    started_at_ms: int
+
+
+_MarkKey: TypeAlias = tuple[str, str, LogType | None]
+
+
+def select_new(entries: Sequence[LogEntry], mark: Mark | None) -> tuple[list[LogEntry], bool]:
+    """The entries past `mark`, and whether the reply comes from a new server lifetime."""
+    if mark is None or not entries:
+        return list(entries), False
+    newest = max(e.id for e in entries)
+    same_id = next((e for e in entries if e.id == mark.entry_id), None)
+    restarted = newest < mark.entry_id or (
+        same_id is not None and same_id.started_at_ms != mark.started_at_ms
+    )
+    if restarted:
+        return list(entries), True
+    return [
+        e for e in entries if e.id > mark.entry_id or e.started_at_ms > mark.started_at_ms
+    ], False
+
+
+class SlowlogService:
+    """Stores polled log entries once each; answers live, pattern and history reads."""
+
+    def __init__(self, store: SlowlogStore, connections: ConnectionService) -> None:
+        self._store = store
+        self._connections = connections
+        self._marks: dict[_MarkKey, Mark | None] = {}
+
+    # --- fed by the polls ---
+
+    async def record(
+        self,
+        connection_id: str,
+        *,
+        node: str,
+        log_type: LogType | None,
+        entries: Sequence[LogEntry],
+    ) -> int:
+        """Store the entries not seen yet; how many were new."""
+        key = (connection_id, node, log_type)
+        if key not in self._marks:
+            row = await self._store.newest(connection_id, node=node, log_type=log_type)
+            self._marks[key] = None if row is None else Mark(row.entry_id, row.started_at)
+        new, restarted = select_new(entries, self._marks[key])
+        if restarted:
+            logger.info(
+                "%s log of %s (%s) starts again: the server restarted",
+                log_type or "slow", connection_id, node,
+            )  # fmt: skip
+        await self._store.insert(
+            connection_id, node=node, log_type=log_type, entries=new, captured_at=now_ms()
+        )
+        if entries:
+            newest = max(entries, key=lambda e: e.id)
+            self._marks[key] = Mark(newest.id, newest.started_at_ms)
+        return len(new)
+
+    def forget(self, connection_id: str) -> None:
+        for key in [k for k in self._marks if k[0] == connection_id]:
+            del self._marks[key]
+
+    # --- live reads ---
+
+    async def slowlog(self, connection: Connection, *, count: int) -> list[LogEntryRead]:
+        reply = await self._live(connection, "get slowlog", "SLOWLOG", "GET", count)
+        return [_live_entry(e) for e in parse_log_reply(reply)]
+
+    async def slowlog_length(self, connection: Connection) -> int:
+        return int(await self._live(connection, "get slowlog length", "SLOWLOG", "LEN"))
+
+    async def reset_slowlog(self, connection: Connection) -> None:
+        await self._live(connection, "reset slowlog", "SLOWLOG", "RESET")
+
+    async def commandlog(
+        self, connection: Connection, *, count: int, log_type: LogType
+    ) -> list[CommandLogEntryRead]:
+        await self.require_command_log(connection)
+        reply = await self._live(connection, "get commandlog", "COMMANDLOG", "GET", count, log_type)
+        return [
+            CommandLogEntryRead(**_live_entry(e).model_dump(), type=log_type)
+            for e in parse_log_reply(reply)
+        ]
+
+    async def commandlog_length(self, connection: Connection, *, log_type: LogType) -> int:
+        await self.require_command_log(connection)
+        reply = await self._live(connection, "get commandlog length", "COMMANDLOG", "LEN", log_type)
+        return int(reply)
+
+    async def reset_commandlog(self, connection: Connection, *, log_type: LogType) -> None:
+        await self.require_command_log(connection)
+        await self._live(connection, "reset commandlog", "COMMANDLOG", "RESET", log_type)
+
+    async def require_command_log(self, connection: Connection) -> None:
+        """CommandLogNotSupported when the engine is known to lack COMMANDLOG.
+
+        An engine that cannot be reached right now is not refused here: history stays
+        readable, and a live read fails on its own with 503.
+        """
+        seen = self._connections.last_seen(connection)
+        if seen is None or seen.identity is None:
+            seen = await self._connections.check(connection)
+        identity = seen.identity
+        if identity is not None and not identity.capabilities.has_command_log:
+            raise CommandLogNotSupported(COMMANDLOG_UNSUPPORTED)
+
+    # --- history ---
+
+    async def patterns(
+        self, connection: Connection, *, count: int, log_type: LogType | None
+    ) -> PatternAnalysis:
+        """Pattern analysis over the newest `count` stored entries."""
+        if log_type is not None:
+            await self.require_command_log(connection)
+        rows = await self._store.entries(connection.id, log_type=log_type, limit=count)
+        return analyze([_stored_entry(r) for r in rows], analyzed_at=now_ms())
+
+    async def slowlog_history(
+        self,
+        connection: Connection,
+        *,
+        since: int | None,
+        until: int | None,
+        command: str | None,
+        min_duration: int | None,
+        limit: int,
+        offset: int,
+    ) -> list[StoredLogEntry]:
+        rows = await self._store.entries(
+            connection.id,
+            log_type=None,
+            since=since,
+            until=until,
+            command=command,
+            min_duration=min_duration,
+            limit=limit,
+            offset=offset,
+        )
+        return [StoredLogEntry(**_stored_fields(r)) for r in rows]
+
+    async def commandlog_history(
+        self,
+        connection: Connection,
+        *,
+        log_type: LogType,
+        since: int | None,
+        until: int | None,
+        command: str | None,
+        min_duration: int | None,
+        limit: int,
+        offset: int,
+    ) -> list[StoredCommandLogEntry]:
+        await self.require_command_log(connection)
+        rows = await self._store.entries(
+            connection.id,
+            log_type=log_type,
+            since=since,
+            until=until,
+            command=command,
+            min_duration=min_duration,
+            limit=limit,
+            offset=offset,
+        )
+        return [StoredCommandLogEntry(**_stored_fields(r), type=log_type) for r in rows]
+
+    async def _live(self, connection: Connection, what: str, *command: Any) -> Any:
+        client: EngineClient = self._connections.client(connection)
+        try:
+            return await client.execute(*command)
+        except EngineError as exc:
+            # Down, hung, or the command refused (NOPERM, renamed): the engine's words, 503.
+            raise Unavailable(f"Failed to {what}: {exc.message}") from None
+
+
+def _live_entry(entry: LogEntry) -> LogEntryRead:
+    return LogEntryRead(
+        id=entry.id,
+        startedAt=entry.started_at_ms,
+        duration=entry.duration,
+        command=entry.command,
+        args=list(entry.args),
+        clientAddress=entry.client_address,
+        clientName=entry.client_name,
+    )
+
+
+def _stored_entry(row: Row[Any]) -> LogEntry:
+    return LogEntry(
+        id=row.entry_id,
+        started_at_ms=row.started_at,
+        duration=row.duration,
+        args=tuple(decode_args(row.args)),
+        client_address=row.client_address,
+        client_name=row.client_name,
+    )
+
+
+def _stored_fields(row: Row[Any]) -> dict[str, Any]:
+    return {
+        "id": row.entry_id,
+        "startedAt": row.started_at,
+        "duration": row.duration,
+        "command": row.command,
+        "args": decode_args(row.args),
+        "clientAddress": row.client_address,
+        "clientName": row.client_name,
+        "node": row.node,
+        "capturedAt": row.captured_at,
+    }
