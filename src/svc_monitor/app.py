@@ -95,14 +95,11 @@ def build_services(settings: Settings) -> Services:
     observer = Observer(live_state, metrics)
     instance_health = InstanceHealth(bus)
     kinds = [InfoPoller(connections, observer).kind()]
-    # [slice: slowlog] poll kinds
     slowlog = SlowlogService(SlowlogStore(db), connections)
     kinds += LogPoller(slowlog).kinds()
-    # [slice: audit] poll kinds
     audit = AuditService(AuditStore(db))
     client_analytics = ClientAnalyticsService(ClientSnapshotStore(db))
     kinds += [AuditPoller(audit).kind(), ClientsPoller(client_analytics, live_state).kind()]
-    # [slice: live-metrics] poll kinds
     commandstats = CommandstatsService(CommandstatsStore(db))
     latency = LatencyService(LatencyStore(db))
     kinds += [CommandstatsPoller(commandstats).kind(), LatencyPoller(latency).kind()]
@@ -131,12 +128,9 @@ def build_services(settings: Settings) -> Services:
         live_state=live_state,
         instance_health=instance_health,
         supervisor=supervisor,
-        # [slice: slowlog] services
         slowlog=slowlog,
-        # [slice: audit] services
         audit=audit,
         client_analytics=client_analytics,
-        # [slice: live-metrics] services
         live_metrics=LiveMetricsService(connections),
         commandstats=commandstats,
         latency=latency,
@@ -186,12 +180,9 @@ def create_app(settings: Settings, *, embedded_valkey_port: int | None = None) -
     app.include_router(connections_router, prefix="/api")
     app.include_router(settings_router, prefix="/api")
     app.include_router(metrics_router, prefix="/api")
-    # [slice: slowlog] routers
     app.include_router(slowlog_router, prefix="/api")
-    # [slice: audit] routers
     app.include_router(audit_router, prefix="/api")
     app.include_router(client_analytics_router, prefix="/api")
-    # [slice: live-metrics] routers
     app.include_router(live_metrics_router, prefix="/api")
     app.include_router(commandstats_router, prefix="/api")
     app.include_router(latency_router, prefix="/api")

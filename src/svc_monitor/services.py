@@ -10,26 +10,22 @@ from svc_monitor.storage.app_meta import AppMetaStore
 from svc_monitor.storage.database import Database
 
 if TYPE_CHECKING:
-    from svc_monitor.audit.service import AuditService  # [slice: audit]
-    from svc_monitor.client_analytics.service import ClientAnalyticsService  # [slice: audit]
+    from svc_monitor.audit.service import AuditService
+    from svc_monitor.client_analytics.service import ClientAnalyticsService
     from svc_monitor.cluster.service import ClusterService
-    from svc_monitor.commandstats.service import CommandstatsService  # [slice: live-metrics]
+    from svc_monitor.commandstats.service import CommandstatsService
     from svc_monitor.connections.live import LiveConnections
     from svc_monitor.connections.secrets import SecretBox
     from svc_monitor.connections.service import ConnectionService
     from svc_monitor.events import EventBus
-    from svc_monitor.latency.service import LatencyService  # [slice: live-metrics]
-    from svc_monitor.live_metrics.service import LiveMetricsService  # [slice: live-metrics]
+    from svc_monitor.latency.service import LatencyService
+    from svc_monitor.live_metrics.service import LiveMetricsService
     from svc_monitor.metrics.service import MetricsService
     from svc_monitor.polling.health import InstanceHealth
     from svc_monitor.polling.live_state import LiveState
     from svc_monitor.polling.supervisor import PollSupervisor
-
-    # [slice: slowlog] imports
-    # [slice: audit] imports
-    # [slice: live-metrics] imports
     from svc_monitor.runtime_settings.service import RuntimeSettingsService
-    from svc_monitor.slowlog.service import SlowlogService  # [slice: slowlog]
+    from svc_monitor.slowlog.service import SlowlogService
     from svc_monitor.system.service import HealthService
     from svc_monitor.system.version_check import VersionService
 
@@ -52,12 +48,9 @@ class Services:
     live_state: "LiveState"
     instance_health: "InstanceHealth"
     supervisor: "PollSupervisor"
-    # [slice: slowlog] fields
     slowlog: "SlowlogService"
-    # [slice: audit] fields
     audit: "AuditService"
     client_analytics: "ClientAnalyticsService"
-    # [slice: live-metrics] fields
     live_metrics: "LiveMetricsService"
     commandstats: "CommandstatsService"
     latency: "LatencyService"
