@@ -15,10 +15,16 @@ ROOT_MODULES = {
     "services",
     "embedded",
     "api_params",
+    "features",
     "__main__",
 }
 INFRASTRUCTURE = {"engine", "storage"}
-COMPOSITION_ROOTS = {"svc_monitor.app", "svc_monitor.cli", "svc_monitor.services"}
+COMPOSITION_ROOTS = {
+    "svc_monitor.app",
+    "svc_monitor.cli",
+    "svc_monitor.services",
+    "svc_monitor.features",
+}
 
 
 def modules() -> list[tuple[str, Path]]:

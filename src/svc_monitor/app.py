@@ -1,67 +1,46 @@
-"""The composition root: `create_app(settings)` builds every service and mounts every router."""
+"""The composition root: `create_app(settings)` builds the services and mounts the routers.
+
+The core (health, connections, settings, INFO history, docs) is built before the server
+listens. The feature domains are composed in features.py and installed by the lifespan:
+before the first request by default, or, for the command line, right after the server
+starts listening, imported on a thread so the loop keeps answering meanwhile. Until
+then a feature route answers 503 with Retry-After (see `_starting`).
+"""
 
 import asyncio
 import contextlib
+import importlib
 import logging
 from collections.abc import AsyncIterator
+from types import ModuleType
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+from starlette.routing import BaseRoute
 
 from svc_monitor import __version__
-from svc_monitor.audit import store as audit_store
-from svc_monitor.audit.api import router as audit_router
-from svc_monitor.audit.service import AuditService
-from svc_monitor.audit.store import AuditStore
-from svc_monitor.client_analytics import store as client_analytics_store
-from svc_monitor.client_analytics.api import router as client_analytics_router
-from svc_monitor.client_analytics.service import ClientAnalyticsService
-from svc_monitor.client_analytics.store import ClientSnapshotStore
-from svc_monitor.cluster.api import router as cluster_router
-from svc_monitor.cluster.service import ClusterService
-from svc_monitor.commandstats import store as commandstats_store
-from svc_monitor.commandstats.api import router as commandstats_router
-from svc_monitor.commandstats.service import CommandstatsService
-from svc_monitor.commandstats.store import CommandstatsStore
 from svc_monitor.config import Settings, StorageType
 from svc_monitor.connections.api import router as connections_router
 from svc_monitor.connections.live import LiveConnections
 from svc_monitor.connections.secrets import SecretBox, SecretUndecryptable
 from svc_monitor.connections.service import ConnectionService
 from svc_monitor.connections.store import ConnectionStore
-from svc_monitor.errors import install_error_handlers
+from svc_monitor.errors import error_body, install_error_handlers
 from svc_monitor.events import EventBus
-from svc_monitor.latency import store as latency_store
-from svc_monitor.latency.api import router as latency_router
-from svc_monitor.latency.service import LatencyService
-from svc_monitor.latency.store import LatencyStore
-from svc_monitor.live_metrics.api import router as live_metrics_router
-from svc_monitor.live_metrics.service import LiveMetricsService
-from svc_monitor.metrics import store as metrics_store
 from svc_monitor.metrics.api import router as metrics_router
 from svc_monitor.metrics.service import MetricsService
 from svc_monitor.metrics.store import MetricsStore
-from svc_monitor.polling.audit_poll import AuditPoller
-from svc_monitor.polling.clients_poll import ClientsPoller
-from svc_monitor.polling.cluster_poll import cluster_kind
-from svc_monitor.polling.commandstats_poll import CommandstatsPoller
 from svc_monitor.polling.health import InstanceHealth
 from svc_monitor.polling.info_poll import InfoPoller
-from svc_monitor.polling.latency_poll import LatencyPoller
 from svc_monitor.polling.live_state import LiveState
-from svc_monitor.polling.log_polls import LogPoller
 from svc_monitor.polling.observe import Observer
 from svc_monitor.polling.supervisor import PollSupervisor
 from svc_monitor.runtime_settings.api import router as settings_router
 from svc_monitor.runtime_settings.service import RuntimeSettingsService
 from svc_monitor.runtime_settings.store import RuntimeSettingsStore
-from svc_monitor.services import Services
-from svc_monitor.slowlog import store as slowlog_store
-from svc_monitor.slowlog.api import router as slowlog_router
-from svc_monitor.slowlog.service import SlowlogService
-from svc_monitor.slowlog.store import SlowlogStore
+from svc_monitor.services import Features, Services
 from svc_monitor.storage.app_meta import AppMetaStore
 from svc_monitor.storage.database import Database
-from svc_monitor.storage.retention import MEMORY_ROW_CAP, HistoryRetention
 from svc_monitor.system.api import router as system_router
 from svc_monitor.system.service import HealthService
 from svc_monitor.system.version_check import VersionService
@@ -94,24 +73,13 @@ def build_services(settings: Settings) -> Services:
     live_state = LiveState()
     observer = Observer(live_state, metrics)
     instance_health = InstanceHealth(bus)
-    kinds = [InfoPoller(connections, observer).kind()]
-    slowlog = SlowlogService(SlowlogStore(db), connections)
-    kinds += LogPoller(slowlog).kinds()
-    audit = AuditService(AuditStore(db))
-    client_analytics = ClientAnalyticsService(ClientSnapshotStore(db))
-    kinds += [AuditPoller(audit).kind(), ClientsPoller(client_analytics, live_state).kind()]
-    commandstats = CommandstatsService(CommandstatsStore(db))
-    latency = LatencyService(LatencyStore(db))
-    kinds += [CommandstatsPoller(commandstats).kind(), LatencyPoller(latency).kind()]
-    clusters = ClusterService(connections, live_state, observer)
-    kinds.append(cluster_kind(clusters))
     supervisor = PollSupervisor(
         connections=connections,
         runtime_settings=runtime_settings,
         settings=settings,
         bus=bus,
         health=instance_health,
-        kinds=kinds,
+        kinds=[InfoPoller(connections, observer).kind()],
     )
     return Services(
         settings=settings,
@@ -126,19 +94,18 @@ def build_services(settings: Settings) -> Services:
         versions=VersionService(settings),
         metrics=metrics,
         live_state=live_state,
+        observer=observer,
         instance_health=instance_health,
         supervisor=supervisor,
-        slowlog=slowlog,
-        audit=audit,
-        client_analytics=client_analytics,
-        live_metrics=LiveMetricsService(connections),
-        commandstats=commandstats,
-        latency=latency,
-        clusters=clusters,
     )
 
 
-def create_app(settings: Settings, *, embedded_valkey_port: int | None = None) -> FastAPI:
+def create_app(
+    settings: Settings,
+    *,
+    embedded_valkey_port: int | None = None,
+    features_in_background: bool = False,
+) -> FastAPI:
     """The whole service for these settings; nothing is shared between two apps."""
     services = build_services(settings)
 
@@ -147,14 +114,20 @@ def create_app(settings: Settings, *, embedded_valkey_port: int | None = None) -
         try:
             await _start(services, embedded_valkey_port=embedded_valkey_port)
         except BaseException:
-            await _stop(services)
+            await _stop(app, services)
             raise
         background = [
             asyncio.create_task(services.versions.run(), name="version-check"),
             asyncio.create_task(_check_connections(services), name="first-check"),
             asyncio.create_task(services.supervisor.run(), name="poll-supervisor"),
-            asyncio.create_task(_retention(services).run(), name="retention"),
         ]
+        features = asyncio.create_task(
+            _install_features(app, services, in_thread=features_in_background),
+            name="install-features",
+        )
+        background.append(features)
+        if not features_in_background:
+            await features
         try:
             yield
         finally:
@@ -162,7 +135,7 @@ def create_app(settings: Settings, *, embedded_valkey_port: int | None = None) -
             for task in background:
                 task.cancel()
             await asyncio.gather(*background, return_exceptions=True)
-            await _stop(services)
+            await _stop(app, services)
 
     app = FastAPI(
         title="svc-monitor",
@@ -174,48 +147,67 @@ def create_app(settings: Settings, *, embedded_valkey_port: int | None = None) -
         lifespan=lifespan,
     )
     app.state.services = services
+    app.state.features = None
+    app.state.feature_tasks = []
     install_error_handlers(app)
     app.include_router(system_router)  # /health and /version at the root,
     app.include_router(system_router, prefix="/api")  # and under /api like everything else
     app.include_router(connections_router, prefix="/api")
     app.include_router(settings_router, prefix="/api")
     app.include_router(metrics_router, prefix="/api")
-    app.include_router(slowlog_router, prefix="/api")
-    app.include_router(audit_router, prefix="/api")
-    app.include_router(client_analytics_router, prefix="/api")
-    app.include_router(live_metrics_router, prefix="/api")
-    app.include_router(commandstats_router, prefix="/api")
-    app.include_router(latency_router, prefix="/api")
-    app.include_router(cluster_router, prefix="/api")
     mount_docs(app, openapi_url=OPENAPI_URL)
+    app.add_api_route(
+        "/api/{path:path}",
+        _starting,
+        methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
+        include_in_schema=False,
+    )
     return app
 
 
-def _retention(services: Services) -> HistoryRetention:
-    """Every history table of every store; the fast-growing sample stores are also swept
-    hourly. Built here because storage/ knows no domain."""
-    sample_tables = (
-        *metrics_store.HISTORY_TABLES,
-        *commandstats_store.HISTORY_TABLES,
-        *client_analytics_store.HISTORY_TABLES,
-    )
-    settings = services.settings
-    return HistoryRetention(
-        services.db,
-        [
-            *sample_tables,
-            *slowlog_store.HISTORY_TABLES,
-            *audit_store.HISTORY_TABLES,
-            *latency_store.HISTORY_TABLES,
-        ],
-        sample_tables=sample_tables,
-        retention_days=settings.LOCAL_RETENTION_DAYS,
-        row_cap=MEMORY_ROW_CAP if settings.STORAGE_TYPE is StorageType.MEMORY else None,
-    )
+async def _starting(request: Request) -> JSONResponse:
+    """Every /api path no route claims: 503 while the features load, then a JSON 404."""
+    if request.app.state.features is None:
+        body = error_body(503, "svc-monitor is still starting; retry in a moment")
+        return JSONResponse(body, 503, headers={"Retry-After": "1"})
+    return JSONResponse(error_body(404, "Not Found"), 404)
 
 
-async def _stop(services: Services) -> None:
-    await services.clusters.close()
+async def _install_features(app: FastAPI, services: Services, *, in_thread: bool) -> None:
+    """Import the feature domains, build them, add their polls and routes."""
+    name = "svc_monitor.features"
+    module: ModuleType = (
+        await asyncio.to_thread(importlib.import_module, name)
+        if in_thread
+        else importlib.import_module(name)
+    )
+    features, kinds = module.build_features(services)
+    if services.db.kind is StorageType.MEMORY:
+        await services.db.migrate()  # their tables registered on import: create them
+    catch_all = _take_catch_all(app)
+    for router in module.ROUTERS:
+        app.include_router(router, prefix="/api")
+    app.router.routes.append(catch_all)  # still last, after the feature routes
+    app.openapi_schema = None
+    app.state.features = features
+    services.supervisor.add_kinds(kinds)
+    app.state.feature_tasks.append(asyncio.create_task(features.retention.run(), name="retention"))
+
+
+def _take_catch_all(app: FastAPI) -> BaseRoute:
+    route = next(r for r in app.router.routes if getattr(r, "path", "") == "/api/{path:path}")
+    app.router.routes.remove(route)
+    return route
+
+
+async def _stop(app: FastAPI, services: Services) -> None:
+    tasks: list[asyncio.Task[None]] = app.state.feature_tasks
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    features: Features | None = app.state.features
+    if features is not None:
+        await features.clusters.close()
     await services.live.close()
     await services.db.close()
 

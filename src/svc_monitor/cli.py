@@ -64,7 +64,12 @@ def serve(settings: Settings, *, embedded_valkey: bool) -> None:
         )
     received: list[int] = []
     try:
-        app = create_app(settings, embedded_valkey_port=embedded.port if embedded else None)
+        app = create_app(
+            settings,
+            embedded_valkey_port=embedded.port if embedded else None,
+            # Answer /health first; the feature routes follow a fraction of a second later.
+            features_in_background=True,
+        )
         config = uvicorn.Config(
             app,
             host=settings.BIND_HOST,
@@ -75,6 +80,7 @@ def serve(settings: Settings, *, embedded_valkey: bool) -> None:
             access_log=False,
             server_header=False,
             lifespan="on",
+            ws="none",  # no WebSocket route yet; "auto" would import a WebSocket library
         )
         logger.info(
             "svc-monitor %s on http://%s:%d", __version__, settings.BIND_HOST, settings.PORT

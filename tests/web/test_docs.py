@@ -41,3 +41,13 @@ class TestApiDocs:
         response = await api.client.get("/api/no-such-thing")
         assert response.status_code == 404
         assert response.json()["statusCode"] == 404
+
+
+class TestErrorSchema:
+    async def test_error_responses_point_at_the_shared_error_body(self, api: RunningApp):
+        spec = (await api.client.get("/api/openapi.json")).json()
+        error = spec["components"]["schemas"]["ErrorBody"]
+        assert {"statusCode", "message", "error"} <= set(error["properties"])
+        not_found = spec["paths"]["/api/connections/{connection_id}"]["get"]["responses"]["404"]
+        schema = not_found["content"]["application/json"]["schema"]
+        assert schema == {"$ref": "#/components/schemas/ErrorBody"}

@@ -5,11 +5,11 @@ from typing import Annotated
 from fastapi import Depends
 
 from svc_monitor.audit.service import AuditService
-from svc_monitor.services import ServicesDep
+from svc_monitor.services import FeaturesDep
 
 
-def get_audit(services: ServicesDep) -> AuditService:
-    return services.audit
+def get_audit(features: FeaturesDep) -> AuditService:
+    return features.audit
 
 
 AuditDep = Annotated[AuditService, Depends(get_audit)]

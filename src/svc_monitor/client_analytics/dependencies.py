@@ -5,11 +5,11 @@ from typing import Annotated
 from fastapi import Depends
 
 from svc_monitor.client_analytics.service import ClientAnalyticsService
-from svc_monitor.services import ServicesDep
+from svc_monitor.services import FeaturesDep
 
 
-def get_client_analytics(services: ServicesDep) -> ClientAnalyticsService:
-    return services.client_analytics
+def get_client_analytics(features: FeaturesDep) -> ClientAnalyticsService:
+    return features.client_analytics
 
 
 ClientAnalyticsDep = Annotated[ClientAnalyticsService, Depends(get_client_analytics)]

@@ -5,11 +5,11 @@ from typing import Annotated
 from fastapi import Depends
 
 from svc_monitor.cluster.service import ClusterService
-from svc_monitor.services import ServicesDep
+from svc_monitor.services import FeaturesDep
 
 
-def get_clusters(services: ServicesDep) -> ClusterService:
-    return services.clusters
+def get_clusters(features: FeaturesDep) -> ClusterService:
+    return features.clusters
 
 
 ClustersDep = Annotated[ClusterService, Depends(get_clusters)]

@@ -5,11 +5,11 @@ from typing import Annotated
 from fastapi import Depends
 
 from svc_monitor.latency.service import LatencyService
-from svc_monitor.services import ServicesDep
+from svc_monitor.services import FeaturesDep
 
 
-def get_latency(services: ServicesDep) -> LatencyService:
-    return services.latency
+def get_latency(features: FeaturesDep) -> LatencyService:
+    return features.latency
 
 
 LatencyDep = Annotated[LatencyService, Depends(get_latency)]

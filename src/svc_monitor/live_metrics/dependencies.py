@@ -5,11 +5,11 @@ from typing import Annotated
 from fastapi import Depends
 
 from svc_monitor.live_metrics.service import LiveMetricsService
-from svc_monitor.services import ServicesDep
+from svc_monitor.services import FeaturesDep
 
 
-def get_live_metrics(services: ServicesDep) -> LiveMetricsService:
-    return services.live_metrics
+def get_live_metrics(features: FeaturesDep) -> LiveMetricsService:
+    return features.live_metrics
 
 
 LiveMetricsDep = Annotated[LiveMetricsService, Depends(get_live_metrics)]

@@ -70,6 +70,13 @@ class PollSupervisor:
         self._stopping = True
         self._wake_sleepers()
 
+    def add_kinds(self, kinds: Sequence[PollKind]) -> None:
+        """Poll these kinds too, from now on, for every connection polled and to come."""
+        for kind in kinds:
+            self._kinds.append(kind)
+            for polled in self._polled.values():
+                self._start_kind(polled, kind)
+
     def loops_of(self, connection_id: str) -> dict[str, PollLoop]:
         polled = self._polled.get(connection_id)
         return {} if polled is None else polled.loops
@@ -105,14 +112,15 @@ class PollSupervisor:
     def _start(self, connection: Connection) -> None:
         polled = _Polled(connection)
         for kind in self._kinds:
-            loop = self._loop(connection, kind)
-            polled.loops[kind.name] = loop
-            task = asyncio.create_task(
-                self._supervised(loop), name=f"poll:{kind.name}:{connection.id}"
-            )
-            polled.tasks.append(task)
+            self._start_kind(polled, kind)
         self._polled[connection.id] = polled
         logger.debug("polling %s (%s)", connection.id, ", ".join(polled.loops))
+
+    def _start_kind(self, polled: _Polled, kind: PollKind) -> None:
+        loop = self._loop(polled.connection, kind)
+        polled.loops[kind.name] = loop
+        name = f"poll:{kind.name}:{polled.connection.id}"
+        polled.tasks.append(asyncio.create_task(self._supervised(loop), name=name))
 
     async def _stop(self, connection_id: str) -> None:
         polled = self._polled.pop(connection_id, None)

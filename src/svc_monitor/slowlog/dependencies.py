@@ -4,12 +4,12 @@ from typing import Annotated
 
 from fastapi import Depends
 
-from svc_monitor.services import ServicesDep
+from svc_monitor.services import FeaturesDep
 from svc_monitor.slowlog.service import SlowlogService
 
 
-def get_slowlog(services: ServicesDep) -> SlowlogService:
-    return services.slowlog
+def get_slowlog(features: FeaturesDep) -> SlowlogService:
+    return features.slowlog
 
 
 SlowlogDep = Annotated[SlowlogService, Depends(get_slowlog)]

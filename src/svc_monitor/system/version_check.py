@@ -6,9 +6,11 @@ only leaves `latest` as it was.
 """
 
 import asyncio
+import json
 import logging
 import re
 import time
+import urllib.request
 from typing import Any
 
 from svc_monitor import __version__
@@ -54,25 +56,28 @@ class VersionService:
     async def check_once(self) -> bool:
         if self._settings.air_gapped:
             return False
-        # Imported here, not at startup: httpx costs ~40 ms and a few MB, needed once an hour.
-        import httpx
-
-        timeout = self._settings.LICENSE_TIMEOUT_MS / 1000
-        headers = {"User-Agent": f"Svc-Monitor/{__version__}", "Accept": "application/json"}
-        async with httpx.AsyncClient(timeout=timeout, headers=headers) as http:
-            for url in self._sources():
-                try:
-                    response = await http.get(url)
-                    response.raise_for_status()
-                    found = _from_payload(response.json())
-                except (httpx.HTTPError, ValueError) as exc:
-                    logger.debug("version source %s did not answer: %s", url, exc)
-                    continue
-                if found is not None:
-                    self._latest, self._release_url = found
-                    self._checked_at = int(time.time() * 1000)
-                    return True
+        for url in self._sources():
+            try:
+                payload = await asyncio.to_thread(self._fetch_json, url)
+            except (OSError, ValueError) as exc:  # URLError and HTTPError are OSErrors
+                logger.debug("version source %s did not answer: %s", url, exc)
+                continue
+            found = _from_payload(payload)
+            if found is not None:
+                self._latest, self._release_url = found
+                self._checked_at = int(time.time() * 1000)
+                return True
         return False
+
+    def _fetch_json(self, url: str) -> Any:
+        # The standard library on a thread, not httpx: one small GET an hour does not
+        # justify loading an HTTP client stack into every idle service (bench/startup.py).
+        request = urllib.request.Request(
+            url, headers={"User-Agent": f"Svc-Monitor/{__version__}", "Accept": "application/json"}
+        )
+        timeout = self._settings.LICENSE_TIMEOUT_MS / 1000
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return json.loads(response.read(1024 * 1024))
 
     def _sources(self) -> list[str]:
         return [

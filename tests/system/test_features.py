@@ -1,0 +1,46 @@
+"""Feature domains loaded after the server listens (how the command line starts)."""
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+
+import httpx
+
+from svc_monitor.app import create_app
+from tests.fixtures.app import make_settings, target_of
+from tests.fixtures.servers import RunningServer
+
+
+@contextlib.asynccontextmanager
+async def background_app(server: RunningServer) -> AsyncIterator[httpx.AsyncClient]:
+    app = create_app(make_settings(**target_of(server)), features_in_background=True)
+    transport = httpx.ASGITransport(app=app)
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=transport, base_url="http://svc.test") as client,
+    ):
+        yield client
+
+
+class TestFeaturesInBackground:
+    async def test_health_answers_first_and_feature_routes_follow(
+        self, valkey_server: RunningServer
+    ):
+        async with background_app(valkey_server) as client:
+            assert (await client.get("/api/health")).status_code == 200
+            first = await client.get("/api/metrics/slowlog/length")
+            if first.status_code == 503:  # still loading: told when to come back
+                assert first.headers["retry-after"] == "1"
+                assert "starting" in first.json()["message"]
+            for _ in range(100):
+                response = await client.get("/api/metrics/slowlog/length")
+                if response.status_code != 503:
+                    break
+                await asyncio.sleep(0.05)
+            assert response.status_code == 200
+            assert isinstance(response.json()["length"], int)
+            spec = (await client.get("/api/openapi.json")).json()
+            assert "/api/metrics/slowlog/length" in spec["paths"]
+            missing = await client.get("/api/no-such-route")
+        assert missing.status_code == 404
+        assert missing.json()["statusCode"] == 404
