@@ -70,7 +70,7 @@ def build_features(services: Services) -> tuple[Features, list[PollKind]]:
         slowlog=slowlog_service,
         audit=audit,
         client_analytics=client_analytics,
-        live_metrics=LiveMetricsService(connections),
+        live_metrics=LiveMetricsService(connections, clusters),
         commandstats=commandstats,
         latency=latency,
         clusters=clusters,

@@ -2,6 +2,7 @@
 replica each."""
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Iterator
 
@@ -96,6 +97,69 @@ class TestClusterFromOneSeed:
         assert echoed == {f"{n.host}:{n.port}" for n in cluster}
         times = [e["timestamp"] for e in entries]
         assert times == sorted(times, reverse=True)
+
+    async def test_merged_command_log_and_clients_name_every_node(
+        self, memory_app_factory: AppFactory, cluster: list[RunningServer]
+    ):
+        stack = contextlib.ExitStack()
+        directs = [stack.enter_context(node.client()) for node in cluster]
+        try:
+            for node, direct in zip(cluster, directs, strict=True):
+                direct.config_set("commandlog-reply-larger-than", 1)
+                direct.echo(f"a reply from {node.port}")  # a reply over 1 byte: logged
+                direct.client_setname(f"app-{node.port}")
+            seed = cluster[2]
+            async with memory_app_factory(**FAST, DB_HOST=seed.host, DB_PORT=seed.port) as app:
+
+                async def discovered() -> bool:
+                    response = await app.client.get("/api/metrics/cluster/node-stats")
+                    return response.status_code == 200 and len(response.json()) == 6
+
+                await eventually(discovered)
+                log = await app.client.get(
+                    "/api/metrics/cluster/commandlog?type=large-reply&count=1000"
+                )
+                clients = (await app.client.get("/api/metrics/cluster/clients")).json()
+        finally:
+            for direct in directs:
+                direct.config_set("commandlog-reply-larger-than", 1024 * 1024)
+            stack.close()
+        addresses = {f"{n.host}:{n.port}" for n in cluster}
+        assert log.status_code == 200
+        assert {e["node"] for e in log.json() if e["command"][:1] == ["ECHO"]} == addresses
+        ours = {c["node"] for c in clients if (c["name"] or "").startswith("app-")}
+        assert ours == addresses
+        assert not any(c["name"] == "svc-monitor" for c in clients)
+
+    async def test_slot_stats_cover_every_primary(
+        self, memory_app_factory: AppFactory, cluster: list[RunningServer]
+    ):
+        # One key in one slot of each primary (a failover test may have moved the roles).
+        owned: set[int] = set()
+        for node in cluster:
+            with node.client() as direct:
+                if direct.info("replication")["role"] != "master":
+                    continue
+                direct.flushall()
+                for key in (f"k{i}" for i in range(10_000)):
+                    try:
+                        direct.set(key, "v")
+                    except Exception:  # MOVED: another primary owns this slot
+                        continue
+                    owned.add(direct.execute_command("CLUSTER", "KEYSLOT", key))
+                    break
+        seed = cluster[0]
+        async with memory_app_factory(**FAST, DB_HOST=seed.host, DB_PORT=seed.port) as app:
+
+            async def discovered() -> bool:
+                response = await app.client.get("/api/metrics/cluster/node-stats")
+                return response.status_code == 200 and len(response.json()) == 6
+
+            await eventually(discovered)
+            stats = (await app.client.get("/api/metrics/cluster/slot-stats?limit=3")).json()
+        assert len(owned) == 3
+        assert {int(slot) for slot in stats} == owned
+        assert all(record["key_count"] == 1 for record in stats.values())
 
     async def test_standalone_connection_is_not_a_cluster(self, api):
         response = await api.client.get("/api/metrics/cluster/node-stats")

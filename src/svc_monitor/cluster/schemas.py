@@ -26,14 +26,30 @@ class ClusterNodeStats(BaseModel):
     masterLinkStatus: str | None = None
 
 
-class ClusterSlowlogEntry(BaseModel):
-    """A slow log entry of one node, in a log merged across the cluster."""
+class ClusterLogEntry(BaseModel):
+    """A slow log or command log entry of one node, in a log merged across the cluster."""
 
     node: str = Field(description="host:port of the node that logged it")
     nodeId: str | None
     id: int
     timestamp: int = Field(description="epoch ms the command started")
-    duration: int = Field(description="microseconds")
+    duration: int = Field(description="microseconds (slow), or bytes (large-request/-reply)")
     command: list[str]
     clientAddress: str | None
     clientName: str | None
+
+
+class ClusterClient(BaseModel):
+    """A client connected to one node, in a list merged across the cluster."""
+
+    node: str = Field(description="host:port of the node it is connected to")
+    nodeId: str | None
+    id: int | None
+    addr: str | None
+    name: str | None
+    user: str | None
+    db: int | None
+    cmd: str | None
+    ageSeconds: int | None
+    idleSeconds: int | None
+    flags: str | None

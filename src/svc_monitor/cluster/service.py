@@ -11,11 +11,13 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass, replace
+from typing import Any
 
-from svc_monitor.cluster.schemas import ClusterNodeStats, ClusterSlowlogEntry, Role
+from svc_monitor.cluster.schemas import ClusterClient, ClusterLogEntry, ClusterNodeStats, Role
 from svc_monitor.connections.models import Connection
 from svc_monitor.connections.service import ConnectionService
-from svc_monitor.engine.client import EngineClient
+from svc_monitor.engine.client import CLIENT_NAME, EngineClient
+from svc_monitor.engine.clients import parse_client_list
 from svc_monitor.engine.cluster import ClusterNode, parse_cluster_nodes
 from svc_monitor.engine.errors import EngineError
 from svc_monitor.engine.slowlog import parse_log_reply
@@ -164,42 +166,83 @@ class ClusterService:
             stats.append(row)
         return stats
 
-    async def merged_slowlog(
-        self, connection: Connection, *, count: int
-    ) -> list[ClusterSlowlogEntry]:
-        """SLOWLOG GET from every node at once, merged newest first."""
+    async def fan_out(
+        self, connection: Connection, *command: Any, primaries_only: bool = False
+    ) -> list[tuple[ClusterNode, Any]]:
+        """Run one command on every node (or every primary) at once: (node, reply or
+        EngineError) per node, so one dead node never hides the others."""
         cluster = self._require(connection)
         seed = _address(connection.host, connection.port)
+        nodes = [
+            n
+            for n in cluster.nodes
+            if "fail" not in n.flags and not (primaries_only and "slave" in n.flags)
+        ]
 
-        async def read(node: ClusterNode) -> list[ClusterSlowlogEntry]:
+        async def run(node: ClusterNode) -> Any:
             client = (
                 self._connections.client(connection)
                 if node.address == seed
                 else self._client(connection, node.address)
             )
             try:
-                reply = await client.execute("SLOWLOG", "GET", count)
+                return await client.execute(*command)
             except EngineError as exc:
-                logger.debug("slow log of %s unreadable: %s", node.address, exc.message)
-                return []
-            return [
-                ClusterSlowlogEntry(
-                    node=node.address,
-                    nodeId=node.id,
-                    id=e.id,
-                    timestamp=e.started_at_ms,
-                    duration=e.duration,
-                    command=list(e.args),
-                    clientAddress=e.client_address,
-                    clientName=e.client_name,
-                )
-                for e in parse_log_reply(reply)
-            ]
+                logger.debug("%s on %s failed: %s", command[0], node.address, exc.message)
+                return exc
 
-        batches = await asyncio.gather(*(read(n) for n in cluster.nodes))
-        merged = [entry for batch in batches for entry in batch]
+        replies = await asyncio.gather(*(run(n) for n in nodes))
+        return list(zip(nodes, replies, strict=True))
+
+    async def merged_log(
+        self, connection: Connection, *, count: int, log_type: str | None = None
+    ) -> list[ClusterLogEntry]:
+        """SLOWLOG GET (or COMMANDLOG GET <type>) from every node at once, merged newest
+        first; each entry names its node."""
+        command = (
+            ("SLOWLOG", "GET", count)
+            if log_type is None
+            else ("COMMANDLOG", "GET", count, log_type)
+        )
+        merged = [
+            ClusterLogEntry(
+                node=node.address,
+                nodeId=node.id,
+                id=e.id,
+                timestamp=e.started_at_ms,
+                duration=e.duration,
+                command=list(e.args),
+                clientAddress=e.client_address,
+                clientName=e.client_name,
+            )
+            for node, reply in await self.fan_out(connection, *command)
+            if not isinstance(reply, EngineError)
+            for e in parse_log_reply(reply)
+        ]
         merged.sort(key=lambda e: (e.timestamp, e.id), reverse=True)
         return merged[:count]
+
+    async def merged_clients(self, connection: Connection) -> list[ClusterClient]:
+        """CLIENT LIST of every node, the monitor's own connections left out."""
+        return [
+            ClusterClient(
+                node=node.address,
+                nodeId=node.id,
+                id=c.id,
+                addr=c.addr,
+                name=c.name,
+                user=c.user,
+                db=c.db,
+                cmd=c.cmd,
+                ageSeconds=c.age,
+                idleSeconds=c.idle,
+                flags=c.flags,
+            )
+            for node, reply in await self.fan_out(connection, "CLIENT", "LIST")
+            if not isinstance(reply, EngineError)
+            for c in parse_client_list(reply)
+            if c.name != CLIENT_NAME
+        ]
 
     def _require(self, connection: Connection) -> _Cluster:
         cluster = self._clusters.get(connection.id)

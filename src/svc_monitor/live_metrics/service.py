@@ -11,6 +11,7 @@ state rather than a missing feature.
 import datetime
 from typing import Any
 
+from svc_monitor.cluster.service import ClusterNotDiscovered, ClusterService
 from svc_monitor.connections.models import Connection
 from svc_monitor.connections.service import ConnectionService
 from svc_monitor.engine.capabilities import EngineIdentity
@@ -83,8 +84,9 @@ async def engine_call(client: EngineClient, *args: Any) -> Any:
 class LiveMetricsService:
     """Answers the live `/metrics/...` reads from the engine of one connection."""
 
-    def __init__(self, connections: ConnectionService) -> None:
+    def __init__(self, connections: ConnectionService, clusters: ClusterService) -> None:
         self._connections = connections
+        self._clusters = clusters
 
     async def _call(self, connection: Connection, *args: Any) -> Any:
         return await engine_call(self._connections.client(connection), *args)
@@ -199,22 +201,25 @@ class LiveMetricsService:
             raise FeatureUnavailable(SLOT_STATS_UNSUPPORTED)
         if not identity.cluster_enabled:
             raise ClusterModeDisabled()
-        client = self._connections.client(connection)
+        command = ("CLUSTER", "SLOT-STATS", "ORDERBY", order_by, "LIMIT", limit)
         try:
-            reply = await client.execute(
-                "CLUSTER", "SLOT-STATS", "ORDERBY", order_by, "LIMIT", limit
-            )
-        except EngineResponseError as exc:
-            if order_by == "cpu-usec" and "orderby" in exc.message.lower():
-                # Valkey 8.0+ tracks cpu-usec only with cluster-slot-stats-enabled yes.
-                raise Conflict(
-                    "orderBy=cpu-usec needs the server setting cluster-slot-stats-enabled yes "
-                    f"(the server said: {exc.message})",
-                    field="orderBy",
-                ) from None
-            raise FeatureUnavailable(f"{SLOT_STATS_UNSUPPORTED}: {exc.message}") from None
-        except EngineError as exc:
-            raise EngineUnavailable(exc.message) from None
+            # Each primary reports only its own slots: ask them all. The top `limit` of the
+            # cluster is within the union of every primary's top `limit`.
+            replies = [
+                r
+                for _, r in await self._clusters.fan_out(connection, *command, primaries_only=True)
+            ]
+        except ClusterNotDiscovered:
+            replies = [await _as_result(self._connections.client(connection), command)]
+        answers = [r for r in replies if not isinstance(r, EngineError)]
+        if not answers:
+            error = replies[0] if replies else EngineError("no node answered")
+            assert isinstance(error, EngineError)
+            self._raise_slot_stats(error, order_by)
+        stats = [s for reply in answers for s in parse_slot_stats(reply)]
+        metric = "cpu_usec" if order_by == "cpu-usec" else "key_count"
+        stats.sort(key=lambda s: getattr(s, metric) or 0, reverse=True)
+        stats = stats[:limit]
         return SlotStatsRead(
             {
                 str(s.slot): SlotStatsRecord(
@@ -224,9 +229,22 @@ class LiveMetricsService:
                     total_writes=s.total_writes or 0,
                     cpu_usec=s.cpu_usec or 0,
                 )
-                for s in parse_slot_stats(reply)
+                for s in stats
             }
         )
+
+    @staticmethod
+    def _raise_slot_stats(exc: EngineError, order_by: str) -> None:
+        if isinstance(exc, EngineResponseError):
+            if order_by == "cpu-usec" and "orderby" in exc.message.lower():
+                # Valkey 8.0+ tracks cpu-usec only with cluster-slot-stats-enabled yes.
+                raise Conflict(
+                    "orderBy=cpu-usec needs the server setting cluster-slot-stats-enabled yes "
+                    f"(the server said: {exc.message})",
+                    field="orderBy",
+                )
+            raise FeatureUnavailable(f"{SLOT_STATS_UNSUPPORTED}: {exc.message}")
+        raise EngineUnavailable(exc.message)
 
     async def _require_cluster(self, connection: Connection) -> None:
         if not (await self._identity(connection)).cluster_enabled:
@@ -256,6 +274,14 @@ class LiveMetricsService:
             # on a naive datetime reads it back as local time, which is the exact inverse.
             return round(reply.timestamp()) * 1000
         return (integer(reply) or 0) * 1000
+
+
+async def _as_result(client: EngineClient, command: tuple[Any, ...]) -> Any:
+    """The reply, or the EngineError instead of raising it (like ClusterService.fan_out)."""
+    try:
+        return await client.execute(*command)
+    except EngineError as exc:
+        return exc
 
 
 def _scalar(value: Any) -> Scalar:
