@@ -1,11 +1,10 @@
 """One CLIENT LIST pass: a snapshot row per client, all in one transaction.
 
-Expensive-call rule: CLIENT LIST costs the server time in proportion to its client
-count and blocks it meanwhile, so the pass is skipped while the server reports more
-than `MAX_CLIENTS_FOR_LIST` (5,000) connected clients. The count comes from the last
-INFO the info poll observed (live state), or, before the first one, from a cheap
-`INFO clients`. Entering and leaving that state is logged once each, at debug level.
-The monitor's own connections (named `svc-monitor`) are not stored.
+Expensive-call rule: CLIENT LIST is skipped while the server is under pressure, by the
+rule of polling/pressure.py (CPU, our INFO round trip, client count, read from the last
+INFO polls). Before the first INFO poll, a cheap `INFO clients` decides on the client
+count alone. Entering and leaving that state is logged once each, at debug level. The
+monitor's own connections (named `svc-monitor`) are not stored.
 """
 
 import logging
@@ -16,11 +15,11 @@ from svc_monitor.engine.clients import parse_client_list
 from svc_monitor.events import now_ms
 from svc_monitor.polling.live_state import LiveState
 from svc_monitor.polling.models import PollKind, PollTarget
+from svc_monitor.polling.pressure import MAX_CLIENTS, pressure_reason
 from svc_monitor.runtime_settings.schemas import RuntimeSettingsValues
 
 logger = logging.getLogger(__name__)
 
-MAX_CLIENTS_FOR_LIST = 5_000
 
 
 class ClientsPoller:
@@ -35,27 +34,25 @@ class ClientsPoller:
         if target.identity is None:
             return
         connection_id = target.connection.id
-        clients = await self._connected_clients(target)
-        if clients is not None and clients > MAX_CLIENTS_FOR_LIST:
+        reason = await self._pressure(target)
+        if reason is not None:
             if connection_id not in self._skipping:
                 self._skipping.add(connection_id)
-                logger.debug(
-                    "%s has %d clients: skipping CLIENT LIST until it has at most %d",
-                    connection_id,
-                    clients,
-                    MAX_CLIENTS_FOR_LIST,
-                )
+                logger.debug("%s under pressure (%s): skipping CLIENT LIST", connection_id, reason)
             return
         if connection_id in self._skipping:
             self._skipping.discard(connection_id)
-            logger.debug("%s is back to %s clients: CLIENT LIST resumes", connection_id, clients)
+            logger.debug("%s no longer under pressure: CLIENT LIST resumes", connection_id)
         reply = await target.client.execute("CLIENT", "LIST")
         await self._analytics.record(connection_id, parse_client_list(reply), at=now_ms())
 
-    async def _connected_clients(self, target: PollTarget) -> int | None:
-        latest = self._live_state.latest(target.connection.id)
-        info = latest.info if latest is not None else await target.client.info("clients")
-        return info.get_int("clients", "connected_clients")
+    async def _pressure(self, target: PollTarget) -> str | None:
+        connection_id = target.connection.id
+        if self._live_state.latest(connection_id) is not None:
+            return pressure_reason(self._live_state, connection_id)
+        info = await target.client.info("clients")
+        clients = info.get_int("clients", "connected_clients")
+        return f"{clients} clients connected" if clients and clients > MAX_CLIENTS else None
 
     def kind(self) -> PollKind:
         return PollKind(name="clients", interval_ms=_clients_interval, poll=self.poll)

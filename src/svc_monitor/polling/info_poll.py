@@ -1,5 +1,7 @@
 """One INFO pass: read INFO raw, parse it once, observe it."""
 
+import time
+
 from svc_monitor.config import Settings
 from svc_monitor.connections.service import ConnectionService
 from svc_monitor.engine.errors import EngineError
@@ -20,6 +22,7 @@ class InfoPoller:
         if target.identity is None:
             # Detect once per up transition: type, version and capabilities gate other polls.
             await self._connections.check(target.connection)
+        started = time.perf_counter()
         try:
             info = await target.client.info()
         except EngineError as exc:
@@ -27,7 +30,12 @@ class InfoPoller:
             self._connections.mark_down(target.connection, exc)
             raise
         await self._observer.observe(
-            Observation(connection_id=target.connection.id, received_at_ms=now_ms(), info=info)
+            Observation(
+                connection_id=target.connection.id,
+                received_at_ms=now_ms(),
+                info=info,
+                round_trip_ms=(time.perf_counter() - started) * 1000,
+            )
         )
 
     def kind(self) -> PollKind:

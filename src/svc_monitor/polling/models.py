@@ -23,6 +23,7 @@ class Observation:
     received_at_ms: int
     info: ParsedInfo
     node: str | None = None  # host:port of a cluster node; None for the connection itself
+    round_trip_ms: float | None = None  # how long the INFO took to answer, when polled
 
 
 @dataclass(frozen=True, slots=True)
