@@ -24,11 +24,8 @@ from sqlalchemy import (
     Column,
     Connection,
     Float,
-    Index,
-    Integer,
     Row,
     String,
-    Table,
     Text,
     bindparam,
     func,
@@ -39,19 +36,16 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from svc_monitor.engine.acl import AclLogEntry
 from svc_monitor.storage.database import Database
-from svc_monitor.storage.metadata import metadata
+from svc_monitor.storage.history import history_table
 
 # Redis/Valkey ACL_LOG_GROUPING_MAX_TIME_DELTA: denials this close are counted in one entry.
 _GROUPING_MS = 60_000
 # now - age jitters by the round trip and the millisecond rounding of age-seconds.
 _TOLERANCE_MS = 1_000
 
-acl_entries = Table(
+# captured_at: last time the row changed, epoch ms
+acl_entries = history_table(
     "acl_entries",
-    metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("connection_id", String(64), nullable=False),
-    Column("captured_at", BigInteger, nullable=False),  # last time the row changed, epoch ms
     Column("entry_id", BigInteger),  # None on Redis < 7.2
     Column("count", BigInteger, nullable=False),
     Column("reason", String(32), nullable=False),
@@ -62,7 +56,6 @@ acl_entries = Table(
     Column("client_info", Text, nullable=False),
     Column("timestamp_created", BigInteger, nullable=False),  # epoch ms (estimated on old Redis)
     Column("timestamp_last_updated", BigInteger, nullable=False),  # epoch ms
-    Index("ix_acl_entries_connection_time", "connection_id", "captured_at"),
 )
 
 HISTORY_TABLES = (acl_entries,)

@@ -10,11 +10,9 @@ from typing import Any
 from sqlalchemy import (
     BigInteger,
     Column,
-    Index,
     Integer,
     Row,
     String,
-    Table,
     delete,
     func,
     or_,
@@ -24,17 +22,13 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from svc_monitor.client_analytics.models import SnapshotFilter
 from svc_monitor.storage.database import Database
-from svc_monitor.storage.metadata import metadata
+from svc_monitor.storage.history import history_table
 
 # 60 s polls of 800 clients for an hour; enough for any chart, small enough to stay fast.
 ANALYSIS_ROW_CAP = 50_000
 
-client_snapshots = Table(
+client_snapshots = history_table(
     "client_snapshots",
-    metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("connection_id", String(64), nullable=False),
-    Column("captured_at", BigInteger, nullable=False),
     Column("client_id", BigInteger),
     Column("addr", String(128)),
     Column("laddr", String(128)),
@@ -55,7 +49,6 @@ client_snapshots = Table(
     Column("omem", BigInteger),
     Column("tot_mem", BigInteger),
     Column("lib_name", String(128)),
-    Index("ix_client_snapshots_connection_time", "connection_id", "captured_at"),
 )
 
 HISTORY_TABLES = (client_snapshots,)

@@ -13,7 +13,6 @@ from svc_monitor.slowlog.service import COMMANDLOG_UNSUPPORTED
 router = APIRouter(prefix="/metrics/cluster", tags=["cluster"])
 
 
-
 @router.get(
     "/node-stats", response_model=list[ClusterNodeStats], responses=error_responses(404, 409)
 )

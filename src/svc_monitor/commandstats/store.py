@@ -13,22 +13,16 @@ from sqlalchemy import (
     Connection,
     Float,
     Index,
-    Integer,
     Row,
     String,
-    Table,
     select,
 )
 
 from svc_monitor.storage.database import Database
-from svc_monitor.storage.metadata import metadata
+from svc_monitor.storage.history import history_table
 
-commandstats_samples = Table(
+commandstats_samples = history_table(
     "commandstats_samples",
-    metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("connection_id", String(64), nullable=False),
-    Column("captured_at", BigInteger, nullable=False),
     Column("command", String(128), nullable=False),
     Column("calls", BigInteger, nullable=False),
     Column("usec", BigInteger, nullable=False),
@@ -39,7 +33,6 @@ commandstats_samples = Table(
     Column("calls_delta", BigInteger, nullable=False),
     Column("usec_delta", BigInteger, nullable=False),
     Column("interval_ms", BigInteger, nullable=False),
-    Index("ix_commandstats_samples_connection_time", "connection_id", "captured_at"),
     Index(
         "ix_commandstats_samples_connection_command_time",
         "connection_id",

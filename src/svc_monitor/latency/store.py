@@ -9,8 +9,6 @@ from sqlalchemy import (
     BigInteger,
     Column,
     Connection,
-    Index,
-    Integer,
     Row,
     String,
     Table,
@@ -19,29 +17,19 @@ from sqlalchemy import (
 )
 
 from svc_monitor.storage.database import Database
-from svc_monitor.storage.metadata import metadata
+from svc_monitor.storage.history import history_table, read_window
 
-latency_snapshots = Table(
+latency_snapshots = history_table(
     "latency_snapshots",
-    metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("connection_id", String(64), nullable=False),
-    Column("captured_at", BigInteger, nullable=False),
     Column("event_name", String(64), nullable=False),
     Column("latest_event_at", BigInteger, nullable=False),  # epoch ms (engine: seconds)
     Column("latest_ms", BigInteger, nullable=False),
     Column("max_ms", BigInteger, nullable=False),
-    Index("ix_latency_snapshots_connection_time", "connection_id", "captured_at"),
 )
 
-latency_histograms = Table(
+latency_histograms = history_table(
     "latency_histograms",
-    metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("connection_id", String(64), nullable=False),
-    Column("captured_at", BigInteger, nullable=False),
     Column("data", JSON, nullable=False),
-    Index("ix_latency_histograms_connection_time", "connection_id", "captured_at"),
 )
 
 HISTORY_TABLES = (latency_snapshots, latency_histograms)
@@ -89,11 +77,6 @@ class LatencyStore:
         limit: int,
         offset: int,
     ) -> Sequence[Row[Any]]:
-        query = select(table).where(table.c.connection_id == connection_id)
-        if since is not None:
-            query = query.where(table.c.captured_at >= since)
-        if until is not None:
-            query = query.where(table.c.captured_at <= until)
-        return await self._db.fetch_all(
-            query.order_by(table.c.captured_at, table.c.id).limit(limit).offset(offset)
+        return await read_window(
+            self._db, table, connection_id, since=since, until=until, limit=limit, offset=offset
         )

@@ -12,8 +12,6 @@ from sqlalchemy import (
     Column,
     Connection,
     Float,
-    Index,
-    Integer,
     Row,
     String,
     Table,
@@ -22,22 +20,9 @@ from sqlalchemy import (
 )
 
 from svc_monitor.storage.database import Database
-from svc_monitor.storage.metadata import metadata
+from svc_monitor.storage.history import history_table, in_window, read_window
 
-
-def _history_table(name: str, *columns: Column[Any]) -> Table:
-    return Table(
-        name,
-        metadata,
-        Column("id", Integer, primary_key=True, autoincrement=True),
-        Column("connection_id", String(64), nullable=False),
-        Column("captured_at", BigInteger, nullable=False),
-        *columns,
-        Index(f"ix_{name}_connection_time", "connection_id", "captured_at"),
-    )
-
-
-memory_snapshots = _history_table(
+memory_snapshots = history_table(
     "memory_snapshots",
     Column("used_memory", BigInteger),
     Column("used_memory_rss", BigInteger),
@@ -52,7 +37,7 @@ memory_snapshots = _history_table(
     Column("io_threaded_writes", BigInteger),
 )
 
-stats_samples = _history_table(
+stats_samples = history_table(
     "stats_samples",
     Column("ops_per_sec", BigInteger),
     Column("connected_clients", BigInteger),
@@ -105,25 +90,22 @@ class MetricsStore:
         offset: int = 0,
         newest_first: bool = False,
     ) -> Sequence[Row[Any]]:
-        query = select(table).where(table.c.connection_id == connection_id)
-        if since is not None:
-            query = query.where(table.c.captured_at >= since)
-        if until is not None:
-            query = query.where(table.c.captured_at <= until)
-        order = table.c.captured_at.desc() if newest_first else table.c.captured_at
-        return await self._db.fetch_all(
-            query.order_by(order, table.c.id).limit(limit).offset(offset)
+        return await read_window(
+            self._db,
+            table,
+            connection_id,
+            since=since,
+            until=until,
+            limit=limit,
+            offset=offset,
+            newest_first=newest_first,
         )
 
     async def count(
         self, table: Table, connection_id: str, *, since: int | None, until: int | None
     ) -> int:
-        query = (
-            select(func.count()).select_from(table).where(table.c.connection_id == connection_id)
+        query = in_window(
+            select(func.count()).select_from(table), table, connection_id, since=since, until=until
         )
-        if since is not None:
-            query = query.where(table.c.captured_at >= since)
-        if until is not None:
-            query = query.where(table.c.captured_at <= until)
         row = await self._db.fetch_one(query)
         return int(row[0]) if row is not None else 0

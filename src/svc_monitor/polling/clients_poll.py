@@ -21,7 +21,6 @@ from svc_monitor.runtime_settings.schemas import RuntimeSettingsValues
 logger = logging.getLogger(__name__)
 
 
-
 class ClientsPoller:
     """Feeds client analytics from CLIENT LIST every `clientAnalyticsPollIntervalMs`."""
 
