@@ -234,6 +234,15 @@ class TestIsolation:
             "/api/memory-analytics/snapshots", headers={"X-Connection-Id": other_id}
         )
         assert not {r["id"] for r in mine.json()} & {r["id"] for r in theirs.json()}
+        # The chart series of each covers exactly its own samples (same times as snapshots).
+        for cid, rows in (("env-default", mine.json()), (other_id, theirs.json())):
+            times = [r["capturedAt"] for r in rows]
+            chart = await fast_app.client.get(
+                f"/api/metrics/history?from={min(times)}&to={max(times)}",
+                headers={"X-Connection-Id": cid},
+            )
+            assert chart.json()["connectionId"] == cid
+            assert sum(p["samples"] for p in chart.json()["points"]) == len(rows)
 
 
 class TestMonitorLoad:
