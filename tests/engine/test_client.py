@@ -374,3 +374,27 @@ class TestHostileServers:
         assert info.get_str("server", "redis_version") == "7.0.15"
         assert info.get_int("server", "uptime") is None
         assert info.skipped_lines == 2
+
+
+class TestQuietConnect:
+    async def test_a_limited_monitoring_user_leaves_no_acl_denials(
+        self, server_factory: ServerFactory
+    ) -> None:
+        server = server_factory.start(
+            "valkey", acl_users=["watcher on >watch-pw ~* +@read +info +ping +client|setname"]
+        )
+        try:
+            client = EngineClient(
+                EngineTarget(HOST, server.port, username="watcher", password="watch-pw"),
+                connect_timeout_s=CONNECT_TIMEOUT_S,
+                command_timeout_s=COMMAND_TIMEOUT_S,
+            )
+            try:
+                await client.info("server")
+            finally:
+                await client.close()
+            with server.client() as admin:
+                denials = admin.execute_command("ACL", "LOG")
+        finally:
+            server_factory.stop(server)
+        assert denials == []

@@ -91,6 +91,10 @@ class EngineClient:
             retry=Retry(NoBackoff(), 0),
             retry_on_timeout=False,
             client_name=CLIENT_NAME,
+            # No CLIENT SETINFO on connect: a read-only monitoring user is often not allowed
+            # it, and every refusal would land in the ACL log we are there to audit.
+            lib_name=None,
+            lib_version=None,
             max_connections=MAX_CONNECTIONS,
             decode_responses=False,
             protocol=2,
