@@ -1,18 +1,14 @@
 """The poll loops against real servers: history, up/down events, cadence, runtime intervals."""
 
 import asyncio
-import contextlib
-import socket
-import subprocess
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
-from pathlib import Path
 
 import pytest
 
 from svc_monitor.events import InstanceDown, InstanceEvent, InstanceUp
 from tests.fixtures.app import AppFactory, RunningApp
-from tests.fixtures.servers import HOST, RunningServer, ServerFactory, binary_path
+from tests.fixtures.servers import HOST, RunningServer, ServerFactory
 
 FAST = {
     "ANOMALY_POLL_INTERVAL_MS": 100,
@@ -32,43 +28,13 @@ async def eventually(check, *, within: float = 5.0) -> None:
         await asyncio.sleep(0.05)
 
 
-class RestartableValkey:
-    """A valkey-server on a fixed port that a test can kill and start again."""
-
-    def __init__(self, workdir: Path) -> None:
-        with socket.socket() as s:
-            s.bind((HOST, 0))
-            self.port: int = s.getsockname()[1]
-        self.workdir = workdir
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        self.process = subprocess.Popen(
-            [str(binary_path("valkey")), "--bind", HOST, "--port", str(self.port), "--save", "",
-             "--appendonly", "no", "--dir", str(self.workdir)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            with contextlib.suppress(OSError), socket.create_connection((HOST, self.port), 0.2):
-                return
-            time.sleep(0.02)
-        raise RuntimeError("valkey did not start")
-
-    def kill(self) -> None:
-        if self.process is not None:
-            self.process.kill()
-            self.process.wait(5)
-            self.process = None
-
-
 @pytest.fixture
-def restartable(tmp_path: Path) -> Iterator[RestartableValkey]:
-    server = RestartableValkey(tmp_path)
-    server.start()
-    yield server
-    server.kill()
+def restartable(server_factory: ServerFactory) -> Iterator[list[RunningServer]]:
+    """A Valkey a test can stop and start again on the same port; the list holds the
+    running one (a restart gives it a new pid)."""
+    current = [server_factory.start("valkey")]
+    yield current
+    server_factory.stop(current[0])
 
 
 @pytest.fixture
@@ -127,9 +93,13 @@ class TestInfoHistory:
 
 class TestUpAndDown:
     async def test_kill_gives_one_down_and_restart_one_up(
-        self, memory_app_factory: AppFactory, restartable: RestartableValkey
+        self,
+        memory_app_factory: AppFactory,
+        server_factory: ServerFactory,
+        restartable: list[RunningServer],
     ):
-        async with memory_app_factory(**FAST, DB_HOST=HOST, DB_PORT=restartable.port) as app:
+        server = restartable[0]
+        async with memory_app_factory(**FAST, DB_HOST=HOST, DB_PORT=server.port) as app:
             events = app.services.bus.subscribe("test")
             health = app.services.instance_health
 
@@ -140,10 +110,10 @@ class TestUpAndDown:
                 return health.get("env-default").up is False
 
             await eventually(is_up)
-            restartable.kill()
+            server_factory.stop(server)
             await eventually(is_down)
             await asyncio.sleep(1.0)  # several failed polls: still one event
-            restartable.start()
+            restartable[0] = server_factory.start_again(server)
             await eventually(is_up, within=40)  # reconnects back off, capped
             await asyncio.sleep(0.5)
         seen = instance_events(events.pending(), "env-default")

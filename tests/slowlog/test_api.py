@@ -2,19 +2,15 @@
 reset and a restart, COMMANDLOG on Valkey 9.1 and its 501 elsewhere, data isolation."""
 
 import asyncio
-import contextlib
 import random
-import socket
-import subprocess
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.fixtures.app import AppFactory, RunningApp, target_of
-from tests.fixtures.servers import HOST, RunningServer, ServerFactory, binary_path
+from tests.fixtures.servers import HOST, RunningServer, ServerFactory
 
 FAST = {
     "ANOMALY_POLL_INTERVAL_MS": 100,
@@ -191,57 +187,34 @@ class TestSlowlogHistory:
         assert too_many.json()["fields"] == ["count"]
 
 
-class RestartableServer:
-    """A valkey-server on a fixed port that logs every command and can be restarted."""
-
-    def __init__(self, workdir: Path) -> None:
-        with socket.socket() as s:
-            s.bind((HOST, 0))
-            self.port: int = s.getsockname()[1]
-        self.workdir = workdir
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        self.process = subprocess.Popen(
-            [str(binary_path("valkey")), "--bind", HOST, "--port", str(self.port), "--save", "",
-             "--appendonly", "no", "--dir", str(self.workdir), "--slowlog-log-slower-than", "0",
-             "--slowlog-max-len", "1024"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            with contextlib.suppress(OSError), socket.create_connection((HOST, self.port), 0.2):
-                return
-            time.sleep(0.02)
-        raise RuntimeError("valkey did not start")
-
-    def stop(self) -> None:
-        if self.process is not None:
-            self.process.kill()
-            self.process.wait(5)
-            self.process = None
-
-
 @pytest.fixture
-def restartable(tmp_path: Path) -> Iterator[RestartableServer]:
-    server = RestartableServer(tmp_path)
-    server.start()
-    yield server
-    server.stop()
+def restartable(server_factory: ServerFactory) -> Iterator[list[RunningServer]]:
+    """A Valkey that logs every command and can be stopped and started again on its port;
+    the list holds the running one (a restart gives it a new pid)."""
+    current = [
+        server_factory.start(
+            "valkey", config={"slowlog-log-slower-than": "0", "slowlog-max-len": "1024"}
+        )
+    ]
+    yield current
+    server_factory.stop(current[0])
 
 
 class TestServerRestart:
     async def test_ids_starting_again_are_stored_and_nothing_twice(
-        self, memory_app_factory: AppFactory, restartable: RestartableServer
+        self,
+        memory_app_factory: AppFactory,
+        server_factory: ServerFactory,
+        restartable: list[RunningServer],
     ):
         import valkey
 
         tag = new_tag()
-        async with memory_app_factory(**FAST, DB_HOST=HOST, DB_PORT=restartable.port) as app:
+        server = restartable[0]
+        async with memory_app_factory(**FAST, DB_HOST=HOST, DB_PORT=server.port) as app:
             # Let the monitor's own logged commands push the ids up first.
             await ticks_pass(app, "slowlog", 5)
-            with valkey.Valkey(host=HOST, port=restartable.port) as conn:
+            with valkey.Valkey(host=HOST, port=server.port) as conn:
                 for i in range(5):
                     conn.set(f"{tag}:before:{i}", "v")
 
@@ -252,9 +225,9 @@ class TestServerRestart:
             # Entries are told apart by (id, start second): the brief, fast restart here must
             # not reuse ids within the second the old process logged them.
             await asyncio.sleep(1.1)
-            restartable.stop()
-            restartable.start()
-            with valkey.Valkey(host=HOST, port=restartable.port) as conn:
+            server_factory.stop(server)
+            restartable[0] = server_factory.start_again(server)
+            with valkey.Valkey(host=HOST, port=server.port) as conn:
                 for i in range(3):
                     conn.set(f"{tag}:after:{i}", "v")
 
