@@ -2,7 +2,6 @@
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -11,17 +10,10 @@ from valkey import exceptions as vx
 
 from tests.fixtures.app import AppFactory, RunningApp
 from tests.fixtures.servers import EngineKind, RunningServer, ServerFactory
+from tests.fixtures.waiting import eventually
 
 LIMITED = ["limited on >pw ~* +get"]
 AUDIT_MS = 200
-
-
-async def eventually(check: Callable[[], Awaitable[bool]], *, within: float = 5.0) -> None:
-    deadline = time.monotonic() + within
-    while not await check():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.05)
 
 
 async def wrong_password(server: RunningServer) -> None:

@@ -2,7 +2,7 @@
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
@@ -20,16 +20,9 @@ from svc_monitor.polling.models import Observation, PollTarget
 from svc_monitor.storage.database import Database
 from tests.fixtures.app import AppFactory, RunningApp, make_settings
 from tests.fixtures.servers import RunningServer, ServerFactory
+from tests.fixtures.waiting import eventually
 
 CLIENTS_MS = 200
-
-
-async def eventually(check: Callable[[], Awaitable[bool]], *, within: float = 5.0) -> None:
-    deadline = time.monotonic() + within
-    while not await check():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.05)
 
 
 @pytest.fixture

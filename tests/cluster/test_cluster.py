@@ -10,6 +10,7 @@ import pytest
 
 from tests.fixtures.app import AppFactory
 from tests.fixtures.servers import RunningServer, ServerFactory
+from tests.fixtures.waiting import eventually
 
 FAST = {"ANOMALY_POLL_INTERVAL_MS": 200, "HISTORY_SAMPLE_INTERVAL_MS": 60_000}
 
@@ -20,14 +21,6 @@ def cluster(server_factory: ServerFactory) -> Iterator[list[RunningServer]]:
     yield nodes
     for node in reversed(nodes):
         server_factory.stop(node)
-
-
-async def eventually(check, *, within: float = 10.0) -> None:
-    deadline = time.monotonic() + within
-    while not await check():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.1)
 
 
 class TestClusterFromOneSeed:

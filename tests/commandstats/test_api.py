@@ -1,7 +1,6 @@
 """Commandstats history and summary from real polls, on every storage backend."""
 
 import asyncio
-import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -9,16 +8,9 @@ import pytest
 
 from tests.fixtures.app import AppFactory, RunningApp
 from tests.fixtures.servers import RunningServer, ServerFactory
+from tests.fixtures.waiting import eventually
 
 FAST = {"COMMANDSTATS_POLL_INTERVAL_MS": 100}
-
-
-async def eventually(check: Any, *, within: float = 5.0) -> None:
-    deadline = time.monotonic() + within
-    while not await check():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.05)
 
 
 @pytest.fixture(scope="module")

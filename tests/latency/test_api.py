@@ -9,17 +9,10 @@ import pytest
 
 from tests.fixtures.app import AppFactory, RunningApp
 from tests.fixtures.servers import RunningServer, ServerFactory
+from tests.fixtures.waiting import eventually
 
 FAST = {"LATENCY_POLL_INTERVAL_MS": 100}
 SPIKY = {"latency-monitor-threshold": "1", "enable-debug-command": "yes"}
-
-
-async def eventually(check: Any, *, within: float = 5.0) -> None:
-    deadline = time.monotonic() + within
-    while not await check():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.05)
 
 
 @pytest.fixture(scope="module")

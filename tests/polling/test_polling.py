@@ -9,6 +9,7 @@ import pytest
 from svc_monitor.events import InstanceDown, InstanceEvent, InstanceUp
 from tests.fixtures.app import AppFactory, RunningApp
 from tests.fixtures.servers import HOST, RunningServer, ServerFactory
+from tests.fixtures.waiting import eventually
 
 FAST = {
     "ANOMALY_POLL_INTERVAL_MS": 100,
@@ -16,16 +17,6 @@ FAST = {
     "ENGINE_CONNECT_TIMEOUT_MS": 300,
     "ENGINE_COMMAND_TIMEOUT_MS": 300,
 }
-
-
-async def eventually(check, *, within: float = 5.0) -> None:
-    deadline = time.monotonic() + within
-    while True:
-        if await check():
-            return
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.05)
 
 
 @pytest.fixture

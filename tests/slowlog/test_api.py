@@ -3,7 +3,6 @@ reset and a restart, COMMANDLOG on Valkey 9.1 and its 501 elsewhere, data isolat
 
 import asyncio
 import random
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -11,6 +10,7 @@ import pytest
 
 from tests.fixtures.app import AppFactory, RunningApp, target_of
 from tests.fixtures.servers import HOST, RunningServer, ServerFactory
+from tests.fixtures.waiting import eventually
 
 FAST = {
     "ANOMALY_POLL_INTERVAL_MS": 100,
@@ -39,14 +39,6 @@ COMMANDLOG_ROUTES = [
     ("GET", "/api/metrics/commandlog/patterns"),
     ("GET", "/api/commandlog-analytics/entries"),
 ]
-
-
-async def eventually(check: Any, *, within: float = 8.0) -> None:
-    deadline = time.monotonic() + within
-    while not await check():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.05)
 
 
 async def tagged(
