@@ -141,10 +141,10 @@ class ConnectionService:
         return await self._store.list()
 
     async def get(self, connection_id: str) -> Connection:
-        for connection in await self._store.list():
-            if connection.id == connection_id:
-                return connection
-        raise ConnectionNotFound(f"Connection '{connection_id}' not found", field="id")
+        connection = await self._store.get(connection_id)
+        if connection is None:
+            raise ConnectionNotFound(f"Connection '{connection_id}' not found", field="id")
+        return connection
 
     async def resolve(self, connection_id: str | None) -> Connection:
         """The connection an X-Connection-Id header names, or the default one."""
@@ -156,8 +156,7 @@ class ConnectionService:
                     f"Connection '{connection_id}' not found (X-Connection-Id)",
                     field="X-Connection-Id",
                 ) from None
-        connections = await self._store.list()
-        default = next((c for c in connections if c.is_default), None)
+        default = await self._store.get_default()
         if default is None:
             raise ConnectionNotFound("No connection is configured; add one first")
         return default

@@ -55,6 +55,16 @@ class ConnectionStore:
         rows = await self._db.fetch_all(select(connections).order_by(connections.c.created_at))
         return [self._to_model(row) for row in rows]
 
+    async def get(self, connection_id: str) -> Connection | None:
+        row = await self._db.fetch_one(select(connections).where(connections.c.id == connection_id))
+        return None if row is None else self._to_model(row)
+
+    async def get_default(self) -> Connection | None:
+        row = await self._db.fetch_one(
+            select(connections).where(connections.c.is_default.is_(True)).limit(1)
+        )
+        return None if row is None else self._to_model(row)
+
     async def insert(self, connection: Connection) -> None:
         values = self._to_row(connection)
 
