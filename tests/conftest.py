@@ -1,1 +1,6 @@
-pytest_plugins = ["tests.fixtures.servers", "tests.fixtures.storage", "tests.fixtures.app"]
+pytest_plugins = [
+    "tests.fixtures.servers",
+    "tests.fixtures.storage",
+    "tests.fixtures.app",
+    "tests.fixtures.browser",
+]

@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator
 from types import ModuleType
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse
 from starlette.routing import BaseRoute
 
 from svc_monitor import __version__
@@ -44,11 +44,14 @@ from svc_monitor.storage.database import Database
 from svc_monitor.system.api import router as system_router
 from svc_monitor.system.service import HealthService
 from svc_monitor.system.version_check import VersionService
+from svc_monitor.web.assets import mount_static, plain_page
 from svc_monitor.web.docs import mount_docs
 
 logger = logging.getLogger(__name__)
 
 OPENAPI_URL = "/api/openapi.json"
+API_CATCH_ALL = "/api/{path:path}"
+UI_CATCH_ALL = "/{path:path}"
 _CANARY_KEY = "encryption_canary"
 _CANARY_TEXT = "svc-monitor encryption canary"
 
@@ -156,12 +159,14 @@ def create_app(
     app.include_router(settings_router, prefix="/api")
     app.include_router(metrics_router, prefix="/api")
     mount_docs(app, openapi_url=OPENAPI_URL)
+    mount_static(app)
     app.add_api_route(
-        "/api/{path:path}",
+        API_CATCH_ALL,
         _starting,
         methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
         include_in_schema=False,
     )
+    app.add_api_route(UI_CATCH_ALL, _ui_starting, methods=["GET"], include_in_schema=False)
     return app
 
 
@@ -171,6 +176,11 @@ async def _starting(request: Request) -> JSONResponse:
         body = error_body(503, "svc-monitor is still starting; retry in a moment")
         return JSONResponse(body, 503, headers={"Retry-After": "1"})
     return JSONResponse(error_body(404, "Not Found"), 404)
+
+
+async def _ui_starting(request: Request) -> HTMLResponse:
+    """Every page no route claims: a self-reloading page while the UI loads, then a 404."""
+    return plain_page(starting=request.app.state.features is None)
 
 
 async def _install_features(app: FastAPI, services: Services, *, in_thread: bool) -> None:
@@ -184,20 +194,25 @@ async def _install_features(app: FastAPI, services: Services, *, in_thread: bool
     features, kinds = module.build_features(services)
     if services.db.kind is StorageType.MEMORY:
         await services.db.migrate()  # their tables registered on import: create them
-    catch_all = _take_catch_all(app)
+    catch_alls = _take_catch_alls(app)
     for router in module.ROUTERS:
         app.include_router(router, prefix="/api")
-    app.router.routes.append(catch_all)  # still last, after the feature routes
+    for router in module.WEB_ROUTERS:
+        app.include_router(router)
+    app.router.routes.extend(catch_alls)  # still last, after the feature routes
+    app.state.templates = module.build_templates()
     app.openapi_schema = None
     app.state.features = features
     services.supervisor.add_kinds(kinds)
     app.state.feature_tasks.append(asyncio.create_task(features.retention.run(), name="retention"))
 
 
-def _take_catch_all(app: FastAPI) -> BaseRoute:
-    route = next(r for r in app.router.routes if getattr(r, "path", "") == "/api/{path:path}")
-    app.router.routes.remove(route)
-    return route
+def _take_catch_alls(app: FastAPI) -> list[BaseRoute]:
+    paths = (API_CATCH_ALL, UI_CATCH_ALL)
+    routes = [r for r in app.router.routes if getattr(r, "path", "") in paths]
+    for route in routes:
+        app.router.routes.remove(route)
+    return routes
 
 
 async def _stop(app: FastAPI, services: Services) -> None:

@@ -1,0 +1,112 @@
+"""Dashboard: the instance at a glance from the latest INFO, and its history as charts."""
+
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import APIRouter
+from fastapi.responses import HTMLResponse
+
+from svc_monitor.engine.info import ParsedInfo
+from svc_monitor.polling.models import Observation
+from svc_monitor.web.dependencies import Ui, UiDep
+from svc_monitor.web.pages import Page
+
+PAGE = Page("dashboard", "/", "Dashboard")
+router = APIRouter(include_in_schema=False)
+
+# The time-range picker: label -> window in ms. The page starts on the first.
+RANGES = {
+    "15m": ("15 min", 15 * 60_000),
+    "1h": ("1 hour", 3_600_000),
+    "6h": ("6 hours", 6 * 3_600_000),
+    "24h": ("24 hours", 24 * 3_600_000),
+    "7d": ("7 days", 7 * 24 * 3_600_000),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Overview:
+    """The dashboard's cards, read off one INFO (and the one before it, for CPU)."""
+
+    version: str | None
+    role: str | None
+    uptime_s: int | None
+    used_memory: int | None
+    used_memory_rss: int | None
+    used_memory_peak: int | None
+    maxmemory: int | None
+    ops_per_sec: int | None
+    connected_clients: int | None
+    blocked_clients: int | None
+    cpu_percent: float | None
+    net_input_kbps: float | None
+    net_output_kbps: float | None
+    hit_ratio: float | None
+    keyspace: dict[str, dict[str, Any]]
+    connected_replicas: int | None
+    master_link_status: str | None
+    received_at_ms: int
+
+
+def overview(latest: Observation, previous: Observation | None) -> Overview:
+    info = latest.info
+    hits = info.get_int("stats", "keyspace_hits")
+    misses = info.get_int("stats", "keyspace_misses")
+    lookups = (hits or 0) + (misses or 0)
+    keyspace = info.sections.get("keyspace") or {}
+    return Overview(
+        version=info.get_str("server", "valkey_version") or info.get_str("server", "redis_version"),
+        role=info.get_str("replication", "role"),
+        uptime_s=info.get_int("server", "uptime_in_seconds"),
+        used_memory=info.get_int("memory", "used_memory"),
+        used_memory_rss=info.get_int("memory", "used_memory_rss"),
+        used_memory_peak=info.get_int("memory", "used_memory_peak"),
+        maxmemory=info.get_int("memory", "maxmemory"),
+        ops_per_sec=info.get_int("stats", "instantaneous_ops_per_sec"),
+        connected_clients=info.get_int("clients", "connected_clients"),
+        blocked_clients=info.get_int("clients", "blocked_clients"),
+        cpu_percent=_cpu_percent(latest, previous),
+        net_input_kbps=info.get_float("stats", "instantaneous_input_kbps"),
+        net_output_kbps=info.get_float("stats", "instantaneous_output_kbps"),
+        hit_ratio=100 * (hits or 0) / lookups if lookups else None,
+        keyspace={db: dict(v) for db, v in keyspace.items() if isinstance(v, dict)},
+        connected_replicas=info.get_int("replication", "connected_slaves"),
+        master_link_status=info.get_str("replication", "master_link_status"),
+        received_at_ms=latest.received_at_ms,
+    )
+
+
+def _cpu_percent(latest: Observation, previous: Observation | None) -> float | None:
+    """Server CPU (system + user) over the last poll interval, as % of one core."""
+    if previous is None or latest.received_at_ms <= previous.received_at_ms:
+        return None
+    now, before = _cpu_seconds(latest.info), _cpu_seconds(previous.info)
+    if now is None or before is None:
+        return None
+    elapsed_s = (latest.received_at_ms - previous.received_at_ms) / 1000
+    return max(0.0, 100 * (now - before) / elapsed_s)
+
+
+def _cpu_seconds(info: ParsedInfo) -> float | None:
+    sys_s, user_s = info.get_float("cpu", "used_cpu_sys"), info.get_float("cpu", "used_cpu_user")
+    return None if sys_s is None or user_s is None else sys_s + user_s
+
+
+def _overview(ui: Ui) -> Overview | None:
+    connection = ui.shell.connection
+    if connection is None:
+        return None
+    live = ui.services.live_state
+    latest = live.latest(connection.id)
+    return overview(latest, live.previous(connection.id)) if latest else None
+
+
+@router.get("/")
+async def dashboard(ui: UiDep) -> HTMLResponse:
+    return ui.page(PAGE, "dashboard/page.html", overview=_overview(ui), ranges=RANGES)
+
+
+@router.get("/ui/dashboard/live")
+async def dashboard_live(ui: UiDep) -> HTMLResponse:
+    """The cards alone, which the page refreshes every few seconds."""
+    return ui.fragment("dashboard/live.html", overview=_overview(ui))

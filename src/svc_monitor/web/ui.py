@@ -1,0 +1,19 @@
+"""The UI's pages in navigation order, and what installs them.
+
+Adding a page is one module in routes/ (see pages.py) and one line in PAGE_MODULES.
+"""
+
+from fastapi import APIRouter
+
+from svc_monitor import __version__
+from svc_monitor.web.assets import static_url
+from svc_monitor.web.rendering import Templates
+from svc_monitor.web.routes import connections, dashboard
+
+PAGE_MODULES = (dashboard,)
+NAV = tuple(module.PAGE for module in PAGE_MODULES)
+ROUTERS: tuple[APIRouter, ...] = (connections.router, *(m.router for m in PAGE_MODULES))
+
+
+def build_templates() -> Templates:
+    return Templates(globals_={"nav": NAV, "static": static_url, "version": __version__})
