@@ -72,7 +72,7 @@ def build_services(settings: Settings) -> Services:
     bus = EventBus()
     connections = ConnectionService(ConnectionStore(db, secrets), live, meta, settings, bus)
     runtime_settings = RuntimeSettingsService(RuntimeSettingsStore(db), settings, bus)
-    metrics = MetricsService(MetricsStore(db), db, settings)
+    metrics = MetricsService(MetricsStore(db), settings)
     live_state = LiveState()
     observer = Observer(live_state, metrics)
     instance_health = InstanceHealth(bus)
@@ -123,6 +123,7 @@ def create_app(
             asyncio.create_task(services.versions.run(), name="version-check"),
             asyncio.create_task(_check_connections(services), name="first-check"),
             asyncio.create_task(services.supervisor.run(), name="poll-supervisor"),
+            asyncio.create_task(services.metrics.run_rollups(), name="history-rollups"),
         ]
         features = asyncio.create_task(
             _install_features(app, services, in_thread=features_in_background),

@@ -1,7 +1,11 @@
-"""History of each connection's INFO: memory snapshots and stats samples.
+"""History of each connection's INFO: memory snapshots, stats samples and their rollups.
 
-Both tables are indexed by (connection_id, captured_at): every read is one
-connection over a time range. A field the instance did not report is NULL, never 0.
+Every table is indexed by (connection_id, captured_at): every read is one connection
+over a time range. A field the instance did not report is NULL, never 0.
+
+`stats_rollups` holds five-minute averages of `stats_samples`, derived from it by
+`roll_up` (and rebuilt from it after a restart), so a chart over a week reads ~2,000
+rollup rows instead of ~60,000 samples (bench/ui_pages.py).
 """
 
 from collections.abc import Sequence
@@ -12,11 +16,16 @@ from sqlalchemy import (
     Column,
     Connection,
     Float,
+    Integer,
     Row,
     String,
     Table,
+    case,
+    cast,
     func,
+    literal,
     select,
+    union_all,
 )
 
 from svc_monitor.storage.database import Database
@@ -59,7 +68,30 @@ stats_samples = history_table(
     Column("role", String(16)),
 )
 
-HISTORY_TABLES = (memory_snapshots, stats_samples)
+# API name -> stats_samples column: the chart series.
+SERIES = {
+    "opsPerSec": "ops_per_sec",
+    "connectedClients": "connected_clients",
+    "blockedClients": "blocked_clients",
+    "usedMemory": "used_memory",
+    "cpuSysPercent": "cpu_sys_percent",
+    "cpuUserPercent": "cpu_user_percent",
+    "netInputKbps": "net_input_kbps",
+    "netOutputKbps": "net_output_kbps",
+    "hitRatio": "hit_ratio",
+    "keys": "keys",
+    "expires": "expires",
+    "connectedReplicas": "connected_replicas",
+}
+ROLLUP_MS = 300_000
+
+stats_rollups = history_table(
+    "stats_rollups",  # captured_at: the start of the five minutes, a multiple of ROLLUP_MS
+    Column("samples", Integer, nullable=False),
+    *(Column(column, Float) for column in SERIES.values()),
+)
+
+HISTORY_TABLES = (memory_snapshots, stats_samples, stats_rollups)
 
 
 class MetricsStore:
@@ -109,3 +141,89 @@ class MetricsStore:
         )
         row = await self._db.fetch_one(query)
         return int(row[0]) if row is not None else 0
+
+    async def roll_up(self, *, now_ms: int) -> int:
+        """Average every finished five minutes of samples not yet rolled up; rows written.
+
+        Idempotent: each connection resumes after its last rollup, and the five minutes
+        still running are left for the next call.
+        """
+        finished = now_ms // ROLLUP_MS * ROLLUP_MS
+        s, r = stats_samples.c, stats_rollups.c
+
+        def work(conn: Connection) -> int:
+            marked = select(r.connection_id, func.max(r.captured_at)).group_by(r.connection_id)
+            marks: dict[str, int] = dict(conn.execute(marked).all())
+            written = 0
+            for connection_id in conn.execute(select(s.connection_id).distinct()).scalars():
+                last = marks.get(connection_id)
+                start = last + ROLLUP_MS if last is not None else 0
+                bucket = (s.captured_at // ROLLUP_MS * ROLLUP_MS).label("captured_at")
+                averages = [func.avg(s[column]).label(column) for column in SERIES.values()]
+                query = (
+                    select(s.connection_id, bucket, func.count().label("samples"), *averages)
+                    .where(
+                        s.connection_id == connection_id,
+                        s.captured_at >= start,
+                        s.captured_at < finished,
+                    )
+                    .group_by(s.connection_id, bucket)
+                )
+                columns = ["connection_id", "captured_at", "samples", *SERIES.values()]
+                written += conn.execute(stats_rollups.insert().from_select(columns, query)).rowcount
+            return written
+
+        return await self._db.run(work)
+
+    async def series(
+        self, connection_id: str, *, since: int, until: int, bucket_ms: int
+    ) -> Sequence[Row[Any]]:
+        """The chart series averaged into `bucket_ms` buckets from `since`.
+
+        Buckets of five minutes or more read the rollups, plus the raw samples taken
+        after the last rollup; smaller buckets read the samples alone.
+        """
+        s, r = stats_samples.c, stats_rollups.c
+        coarse = bucket_ms >= ROLLUP_MS
+
+        def work(conn: Connection) -> Sequence[Row[Any]]:
+            # Its own query, so the tail below is an index range, not a per-row subquery.
+            last = (
+                conn.execute(
+                    select(func.max(r.captured_at)).where(r.connection_id == connection_id)
+                ).scalar()
+                if coarse
+                else None
+            )
+            raw_from = since if last is None else max(since, last + ROLLUP_MS)
+            raw = select(
+                s.captured_at,
+                literal(1).label("weight"),
+                *(cast(s[column], Float).label(column) for column in SERIES.values()),
+            ).where(s.connection_id == connection_id, s.captured_at.between(raw_from, until))
+            source: Any = raw
+            if last is not None:
+                rolled = select(
+                    r.captured_at,
+                    r.samples.label("weight"),
+                    *(r[column] for column in SERIES.values()),
+                ).where(r.connection_id == connection_id, r.captured_at.between(since, until))
+                source = union_all(rolled, raw)
+            rows = source.subquery()
+            bucket = ((rows.c.captured_at - since) // bucket_ms).label("bucket")
+            weight = rows.c.weight
+            averages = [
+                (
+                    func.sum(rows.c[column] * weight)
+                    / func.sum(case((rows.c[column].is_not(None), weight)))
+                ).label(name)
+                for name, column in SERIES.items()
+            ]
+            query = (
+                select(bucket, func.sum(weight).label("samples"), *averages)
+                .group_by(bucket)
+                .order_by(bucket)
+            )
+            return conn.execute(query).all()
+
+        return await self._db.run(work)
