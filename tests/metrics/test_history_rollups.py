@@ -1,5 +1,7 @@
 """Charts over days read five-minute rollups; what they show must not change because of it."""
 
+from typing import Any
+
 import pytest
 
 from svc_monitor.metrics.store import ROLLUP_MS, MetricsStore
@@ -20,12 +22,12 @@ def sample(at: int, ops: int, clients: int | None) -> dict[str, int | str | None
     }
 
 
-async def chart(app: RunningApp, since: int, until: int, max_points: int) -> list[dict]:
+async def chart(app: RunningApp, since: int, until: int, max_points: int) -> list[dict[str, Any]]:
     response = await app.client.get(
         f"/api/metrics/history?from={since}&to={until}&maxPoints={max_points}"
     )
     assert response.status_code == 200
-    points: list[dict] = response.json()["points"]
+    points: list[dict[str, Any]] = response.json()["points"]
     return points
 
 
