@@ -4,6 +4,7 @@ Everything stays on loopback: the service binds 127.0.0.1 and its outbound URLs 
 port 9 on 127.0.0.1, where nothing listens.
 """
 
+import asyncio
 import contextlib
 import os
 import re
@@ -21,8 +22,10 @@ from typing import Any
 import httpx
 import psutil
 import pytest
+from playwright.async_api import expect
 
 from svc_monitor.config import Settings
+from tests.fixtures.browser import PageFactory
 from tests.fixtures.servers import HOST, RunningServer
 
 pytestmark = pytest.mark.slow
@@ -157,6 +160,25 @@ def wait_gone(pid: int, workdir: Path, timeout_s: float) -> bool:
             return False
         time.sleep(POLL_S)
     return True
+
+
+class TestNewcomer:
+    async def test_make_run_shows_the_embedded_valkeys_dashboard_with_moving_charts(
+        self, start_service: StartService, open_page: PageFactory
+    ) -> None:
+        """What `make run` starts: the dashboard answers at once and its charts fill in."""
+        service = start_service("serve", "--embedded-valkey", env=service_env())
+        health = await asyncio.to_thread(service.wait_healthy)
+        version = health["database"]["version"]
+        async with open_page(f"http://{HOST}:{service.port}/") as page:
+            await expect(page.locator('[data-metric="version"] .card-value')).to_have_text(version)
+            chart = page.locator('[data-chart][data-series="opsPerSec"]')
+            await expect(chart.locator("canvas")).to_have_count(1)
+            # One sample at once, the next one HISTORY_SAMPLE_INTERVAL_MS (10 s) later; the
+            # chart fetches every 5 s, so a line is drawn within about 15 s.
+            await expect(chart).to_have_attribute(
+                "data-point-count", re.compile(r"^([2-9]|\d\d+)$"), timeout=25_000
+            )
 
 
 class TestServe:

@@ -38,7 +38,9 @@ _PLAIN_PAGE = """<!doctype html>
 def plain_page(*, starting: bool) -> HTMLResponse:
     """A page that needs no template engine: shown while the UI loads, and for 404s."""
     if starting:
-        title, text, status = "Starting", "svc-monitor is starting; this page reloads itself.", 503
+        # 200, not 503: the page works (it reloads itself), and a browser would log a 503
+        # as an error; /api answers 503 with Retry-After meanwhile, for scripts.
+        title, text, status = "Starting", "svc-monitor is starting; this page reloads itself.", 200
     else:
         title, status = "Not found", 404
         text = 'No page here. <a href="/">Go to the dashboard</a>.'
@@ -49,5 +51,4 @@ def plain_page(*, starting: bool) -> HTMLResponse:
         icon=static_url("favicon.svg"),
         css=static_url("app.css"),
     )
-    headers = {"Retry-After": "1"} if starting else {}
-    return HTMLResponse(html, status, headers=headers)
+    return HTMLResponse(html, status, headers={"Cache-Control": "no-store"})

@@ -14,3 +14,13 @@ class Page:
     title: str
     # False for pages that make sense without any connection (settings).
     needs_connection: bool = True
+
+
+# The charts' time-range picker on every page: key -> (label, window in ms).
+RANGES = {
+    "15m": ("15 min", 15 * 60_000),
+    "1h": ("1 hour", 3_600_000),
+    "6h": ("6 hours", 6 * 3_600_000),
+    "24h": ("24 hours", 24 * 3_600_000),
+    "7d": ("7 days", 7 * 24 * 3_600_000),
+}

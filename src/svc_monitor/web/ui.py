@@ -8,9 +8,19 @@ from fastapi import APIRouter
 from svc_monitor import __version__
 from svc_monitor.web.assets import static_url
 from svc_monitor.web.rendering import Templates
-from svc_monitor.web.routes import connections, dashboard
+from svc_monitor.web.routes import (
+    audit,
+    clients,
+    cluster,
+    connections,
+    dashboard,
+    latency,
+    memory,
+    settings,
+    slowlog,
+)
 
-PAGE_MODULES = (dashboard,)
+PAGE_MODULES = (dashboard, slowlog, clients, latency, memory, cluster, audit, settings)
 NAV = tuple(module.PAGE for module in PAGE_MODULES)
 ROUTERS: tuple[APIRouter, ...] = (connections.router, *(m.router for m in PAGE_MODULES))
 

@@ -9,19 +9,10 @@ from fastapi.responses import HTMLResponse
 from svc_monitor.engine.info import ParsedInfo
 from svc_monitor.polling.models import Observation
 from svc_monitor.web.dependencies import Ui, UiDep
-from svc_monitor.web.pages import Page
+from svc_monitor.web.pages import RANGES, Page
 
 PAGE = Page("dashboard", "/", "Dashboard")
 router = APIRouter(include_in_schema=False)
-
-# The time-range picker: label -> window in ms. The page starts on the first.
-RANGES = {
-    "15m": ("15 min", 15 * 60_000),
-    "1h": ("1 hour", 3_600_000),
-    "6h": ("6 hours", 6 * 3_600_000),
-    "24h": ("24 hours", 24 * 3_600_000),
-    "7d": ("7 days", 7 * 24 * 3_600_000),
-}
 
 
 @dataclass(frozen=True, slots=True)

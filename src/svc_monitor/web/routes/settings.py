@@ -1,0 +1,150 @@
+"""Settings page: the runtime settings (poll intervals, anomaly cache) as a form.
+
+Reads and changes go through RuntimeSettingsService, as `GET/PUT /api/settings` and
+`POST /api/settings/reset` do, and the form is validated by the API's own
+`RuntimeSettingsUpdate`, so the page accepts exactly what the API accepts. A refused
+value shows the form again with the field's message, and nothing is stored.
+"""
+
+from dataclasses import dataclass
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse
+from pydantic import ValidationError
+
+from svc_monitor.runtime_settings.schemas import (
+    RuntimeSettingsRead,
+    RuntimeSettingsUpdate,
+    RuntimeSettingsValues,
+)
+from svc_monitor.web.dependencies import FromThisPage, Ui, UiDep
+from svc_monitor.web.forms import parse_form
+from svc_monitor.web.pages import Page
+
+PAGE = Page("settings", "/settings", "Settings", needs_connection=False)
+router = APIRouter(include_in_schema=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Field:
+    name: str  # the API's field, and the form's
+    label: str
+    env: str  # the environment variable that seeds it
+    help: str
+
+
+FIELDS = (
+    Field(
+        "anomalyPollIntervalMs",
+        "INFO poll interval",
+        "ANOMALY_POLL_INTERVAL_MS",
+        "How often each instance's INFO is read: dashboard values, history and anomaly checks.",
+    ),
+    Field(
+        "auditPollIntervalMs",
+        "Audit poll interval",
+        "AUDIT_POLL_INTERVAL_MS",
+        "How often ACL LOG is read into the audit trail.",
+    ),
+    Field(
+        "clientAnalyticsPollIntervalMs",
+        "Client analytics poll interval",
+        "CLIENT_ANALYTICS_POLL_INTERVAL_MS",
+        "How often CLIENT LIST is sampled for the client analytics charts.",
+    ),
+    Field(
+        "anomalyCacheTtlMs",
+        "Anomaly cache lifetime",
+        "ANOMALY_CACHE_TTL_MS",
+        "How long detected anomalies are kept in memory.",
+    ),
+    Field(
+        "anomalyPrometheusIntervalMs",
+        "Anomaly export interval",
+        "ANOMALY_PROMETHEUS_INTERVAL_MS",
+        "How often anomaly summaries are refreshed for the Prometheus export.",
+    ),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SettingsForm:
+    """What the form shows: the values (as typed, after a refusal) and where each comes from."""
+
+    current: RuntimeSettingsRead
+    defaults: RuntimeSettingsValues
+    values: dict[str, str]
+    errors: dict[str, str]
+    message: str | None = None  # what the last action did
+
+    def changed(self, name: str) -> bool:
+        """Whether the value in force differs from its environment default."""
+        return bool(getattr(self.current.settings, name) != getattr(self.defaults, name))
+
+
+async def _form(
+    ui: Ui,
+    *,
+    values: dict[str, str] | None = None,
+    errors: dict[str, str] | None = None,
+    message: str | None = None,
+) -> SettingsForm:
+    service = ui.services.runtime_settings
+    current = await service.read()
+    shown = {f.name: str(getattr(current.settings, f.name)) for f in FIELDS}
+    return SettingsForm(current, service.defaults(), shown | (values or {}), errors or {}, message)
+
+
+def validate(values: dict[str, str]) -> RuntimeSettingsUpdate | dict[str, str]:
+    """The API's update model for the form's fields, or the problem of each bad field."""
+    data = {f.name: values.get(f.name, "").strip() for f in FIELDS}
+    try:
+        return RuntimeSettingsUpdate.model_validate(data)
+    except ValidationError as exc:
+        labels = {f.name: f.label for f in FIELDS}
+        problems: dict[str, str] = {}
+        for error in exc.errors():
+            name = str(error["loc"][0]) if error["loc"] else "form"
+            value = data.get(name, "")
+            detail = "it is required" if value == "" else str(error["msg"]).lower()
+            # Name the field and echo what was typed: the form is shown again with it.
+            problems.setdefault(name, f"{labels.get(name, name)}: {detail}")
+        return problems
+
+
+@router.get("/settings")
+async def settings_page(ui: UiDep) -> HTMLResponse:
+    return ui.page(PAGE, "settings/page.html", form=await _form(ui), fields=FIELDS)
+
+
+@router.post("/ui/settings", dependencies=[FromThisPage])
+async def save_settings(request: Request, ui: UiDep) -> HTMLResponse:
+    typed = parse_form(await request.body())
+    values = {f.name: typed.get(f.name, "") for f in FIELDS}
+    change = validate(values)
+    if isinstance(change, dict):
+        form = await _form(ui, values=values, errors=change, message=None)
+        return ui.fragment("settings/form.html", form=form, fields=FIELDS)
+    service = ui.services.runtime_settings
+    current = (await service.read()).settings
+    # Store only what the user changed: an untouched field keeps following its
+    # environment default if it has not been saved before.
+    changed = {
+        name: value
+        for name, value in change.model_dump(exclude_none=True).items()
+        if getattr(current, name) != value
+    }
+    if changed:
+        await service.update(RuntimeSettingsUpdate.model_validate(changed))
+        message = f"Saved {len(changed)} change{'s' if len(changed) != 1 else ''}."
+    else:
+        message = "Nothing changed."
+    form = await _form(ui, message=message)
+    return ui.fragment("settings/form.html", form=form, fields=FIELDS)
+
+
+@router.post("/ui/settings/reset", dependencies=[FromThisPage])
+async def reset_settings(ui: UiDep) -> HTMLResponse:
+    await ui.services.runtime_settings.reset()
+    form = await _form(ui, message="Every setting is back to its environment default.")
+    return ui.fragment("settings/form.html", form=form, fields=FIELDS)

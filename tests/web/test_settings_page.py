@@ -1,0 +1,109 @@
+"""The Settings page: the runtime settings form, saved through the same service as the API."""
+
+from typing import Any
+
+from tests.fixtures.app import AppFactory, RunningApp
+
+# What htmx sends with every request from the page (the UI's CSRF guard wants it).
+FROM_PAGE = {"HX-Request": "true", "Content-Type": "application/x-www-form-urlencoded"}
+
+
+async def api_settings(api: RunningApp) -> dict[str, Any]:
+    response = await api.client.get("/api/settings")
+    assert response.status_code == 200, response.text
+    body: dict[str, Any] = response.json()
+    return body
+
+
+def form_of(values: dict[str, Any], **changes: Any) -> dict[str, str]:
+    return {k: str(v) for k, v in {**values, **changes}.items()}
+
+
+class TestSettingsPage:
+    async def test_shows_every_setting_with_its_value_and_source(self, api: RunningApp):
+        current = (await api_settings(api))["settings"]
+        page = await api.client.get("/settings")
+        assert page.status_code == 200
+        html = page.text
+        for name, value in current.items():
+            assert f'name="{name}"' in html
+            assert f'value="{value}"' in html
+        assert 'data-source="environment"' in html
+        assert "AUDIT_POLL_INTERVAL_MS" in html
+        # Memory storage: the page says changes do not survive a restart.
+        assert 'data-state="not-persisted"' in html
+
+    async def test_the_page_needs_no_connection(self, memory_app_factory: AppFactory):
+        async with memory_app_factory() as app:
+            for c in (await app.client.get("/api/connections")).json():
+                deleted = await app.client.delete(f"/api/connections/{c['id']}")
+                assert deleted.status_code in (200, 204), deleted.text
+            assert 'data-state="no-connection"' in (await app.client.get("/")).text
+            page = await app.client.get("/settings")
+        assert page.status_code == 200
+        assert 'data-state="no-connection"' not in page.text
+        assert 'name="auditPollIntervalMs"' in page.text
+
+    async def test_saving_changes_what_the_api_returns(self, api: RunningApp):
+        before = (await api_settings(api))["settings"]
+        wanted = before["auditPollIntervalMs"] + 1234
+        response = await api.client.post(
+            "/ui/settings", data=form_of(before, auditPollIntervalMs=wanted), headers=FROM_PAGE
+        )
+        assert response.status_code == 200
+        assert 'data-state="saved"' in response.text
+        after = await api_settings(api)
+        assert after["settings"]["auditPollIntervalMs"] == wanted
+        assert after["source"] == "database"
+        # Untouched fields keep their values; the changed one says it was saved.
+        assert {k: v for k, v in after["settings"].items() if k != "auditPollIntervalMs"} == {
+            k: v for k, v in before.items() if k != "auditPollIntervalMs"
+        }
+        page = (await api.client.get("/settings")).text
+        row = page.split('data-setting="auditPollIntervalMs"')[1].split("</tr>")[0]
+        assert f'value="{wanted}"' in row
+        assert 'data-source="database"' in row
+
+    async def test_reset_goes_back_to_the_environment_defaults(self, api: RunningApp):
+        before = (await api_settings(api))["settings"]
+        await api.client.post(
+            "/ui/settings",
+            data=form_of(before, clientAnalyticsPollIntervalMs=4321),
+            headers=FROM_PAGE,
+        )
+        assert (await api_settings(api))["settings"]["clientAnalyticsPollIntervalMs"] == 4321
+        response = await api.client.post("/ui/settings/reset", headers=FROM_PAGE)
+        assert response.status_code == 200
+        assert 'value="4321"' not in response.text
+        after = await api_settings(api)
+        assert after["settings"] == before
+        assert after["source"] == "environment"
+
+    async def test_a_bad_value_names_the_field_and_stores_nothing(self, api: RunningApp):
+        before = await api_settings(api)
+        for bad in ("-5", "soon", ""):
+            response = await api.client.post(
+                "/ui/settings",
+                data=form_of(before["settings"], anomalyCacheTtlMs=bad, auditPollIntervalMs=999),
+                headers=FROM_PAGE,
+            )
+            assert response.status_code == 200
+            html = response.text
+            assert 'data-state="invalid"' in html
+            assert 'data-field-error="anomalyCacheTtlMs"' in html
+            assert "Anomaly cache lifetime" in html
+            # What was typed is shown again, so it can be corrected.
+            row = html.split('data-setting="anomalyCacheTtlMs"')[1].split("</tr>")[0]
+            assert f'value="{bad}"' in row
+            assert 'value="999"' in html
+            assert await api_settings(api) == before
+
+    async def test_changes_come_only_from_the_page_itself(self, api: RunningApp):
+        before = await api_settings(api)
+        response = await api.client.post(
+            "/ui/settings",
+            data=form_of(before["settings"], auditPollIntervalMs=777),
+            headers={"Content-Type": "application/x-www-form-urlencoded"},
+        )
+        assert response.status_code == 403
+        assert await api_settings(api) == before
