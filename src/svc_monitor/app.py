@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator
 from types import ModuleType
 
 from fastapi import FastAPI, Request
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute
 
 from svc_monitor import __version__
@@ -108,8 +108,13 @@ def create_app(
     *,
     embedded_valkey_port: int | None = None,
     features_in_background: bool = False,
+    ui_on_demand: bool = False,
 ) -> FastAPI:
-    """The whole service for these settings; nothing is shared between two apps."""
+    """The whole service for these settings; nothing is shared between two apps.
+
+    With `ui_on_demand` (the command line) the web UI's routes and templates load on
+    the first page view: an install that is only scraped or called never holds them.
+    """
     services = build_services(settings)
 
     @contextlib.asynccontextmanager
@@ -126,7 +131,9 @@ def create_app(
             asyncio.create_task(services.metrics.run_rollups(), name="history-rollups"),
         ]
         features = asyncio.create_task(
-            _install_features(app, services, in_thread=features_in_background),
+            _install_features(
+                app, services, in_thread=features_in_background, with_ui=not ui_on_demand
+            ),
             name="install-features",
         )
         background.append(features)
@@ -153,6 +160,7 @@ def create_app(
     app.state.services = services
     app.state.features = None
     app.state.feature_tasks = []
+    app.state.ui_installed = False
     install_error_handlers(app)
     app.include_router(system_router)  # /health and /version at the root,
     app.include_router(system_router, prefix="/api")  # and under /api like everything else
@@ -167,7 +175,7 @@ def create_app(
         methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
         include_in_schema=False,
     )
-    app.add_api_route(UI_CATCH_ALL, _ui_starting, methods=["GET"], include_in_schema=False)
+    app.add_api_route(UI_CATCH_ALL, _ui_catch_all, methods=["GET"], include_in_schema=False)
     return app
 
 
@@ -179,12 +187,22 @@ async def _starting(request: Request) -> JSONResponse:
     return JSONResponse(error_body(404, "Not Found"), 404)
 
 
-async def _ui_starting(request: Request) -> HTMLResponse:
-    """Every page no route claims: a self-reloading page while the UI loads, then a 404."""
-    return plain_page(starting=request.app.state.features is None)
+async def _ui_catch_all(request: Request) -> Response:
+    """Every page no route claims: a self-reloading page while the features load; the
+    first view after that loads the UI and asks again; then an HTML 404."""
+    app: FastAPI = request.app
+    if app.state.features is None:
+        return plain_page(starting=True)
+    if not app.state.ui_installed:
+        _install_ui(app)
+        query = f"?{request.url.query}" if request.url.query else ""
+        return RedirectResponse(request.url.path + query, status_code=307)
+    return plain_page(starting=False)
 
 
-async def _install_features(app: FastAPI, services: Services, *, in_thread: bool) -> None:
+async def _install_features(
+    app: FastAPI, services: Services, *, in_thread: bool, with_ui: bool
+) -> None:
     """Import the feature domains, build them, add their polls and routes."""
     name = "svc_monitor.features"
     module: ModuleType = (
@@ -198,14 +216,27 @@ async def _install_features(app: FastAPI, services: Services, *, in_thread: bool
     catch_alls = _take_catch_alls(app)
     for router in module.ROUTERS:
         app.include_router(router, prefix="/api")
-    for router in module.WEB_ROUTERS:
-        app.include_router(router)
     app.router.routes.extend(catch_alls)  # still last, after the feature routes
-    app.state.templates = module.build_templates()
     app.openapi_schema = None
     app.state.features = features
+    if with_ui:
+        _install_ui(app)
     services.supervisor.add_kinds(kinds)
     app.state.feature_tasks.append(asyncio.create_task(features.retention.run(), name="retention"))
+
+
+def _install_ui(app: FastAPI) -> None:
+    """Add the UI's pages (before the catch-alls) and its templates; once per app."""
+    if app.state.ui_installed:
+        return
+    app.state.ui_installed = True  # set first: no await below, so no second install
+    from svc_monitor.web import ui
+
+    catch_alls = _take_catch_alls(app)
+    for router in ui.ROUTERS:
+        app.include_router(router)
+    app.router.routes.extend(catch_alls)
+    app.state.templates = ui.build_templates()
 
 
 def _take_catch_alls(app: FastAPI) -> list[BaseRoute]:

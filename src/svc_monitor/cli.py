@@ -69,6 +69,7 @@ def serve(settings: Settings, *, embedded_valkey: bool) -> None:
             embedded_valkey_port=embedded.port if embedded else None,
             # Answer /health first; the feature routes follow a fraction of a second later.
             features_in_background=True,
+            ui_on_demand=True,
         )
         config = uvicorn.Config(
             app,

@@ -36,7 +36,6 @@ from svc_monitor.slowlog import store as slowlog_store
 from svc_monitor.slowlog.api import router as slowlog_router
 from svc_monitor.slowlog.service import SlowlogService
 from svc_monitor.storage.retention import MEMORY_ROW_CAP, HistoryRetention
-from svc_monitor.web.ui import ROUTERS as WEB_ROUTERS, build_templates
 
 ROUTERS: tuple[APIRouter, ...] = (
     slowlog_router,
@@ -47,9 +46,6 @@ ROUTERS: tuple[APIRouter, ...] = (
     latency_router,
     cluster_router,
 )
-
-
-__all__ = ["ROUTERS", "WEB_ROUTERS", "build_features", "build_templates"]
 
 
 def build_features(services: Services) -> tuple[Features, list[PollKind]]:

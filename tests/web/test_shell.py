@@ -3,12 +3,14 @@
 import re
 from pathlib import Path
 
+import httpx
 import pytest
 
+from svc_monitor.app import create_app
 from svc_monitor.web.assets import STATIC
 from svc_monitor.web.rendering import TEMPLATES
 from svc_monitor.web.shell import CONNECTION_COOKIE
-from tests.fixtures.app import RunningApp, make_settings, running_app
+from tests.fixtures.app import RunningApp, make_settings, running_app, target_of
 from tests.fixtures.servers import RunningServer, ServerFactory
 
 HTMX = {"HX-Request": "true"}
@@ -61,6 +63,33 @@ class TestPages:
             assert page.status_code == 200
             assert 'data-state="no-connection"' in page.text
             assert "Add connection" in page.text
+
+
+class TestUiOnDemand:
+    async def test_the_first_page_view_loads_the_ui_and_asks_again(
+        self, valkey_server: RunningServer
+    ):
+        """What the command line does: no UI routes or templates until someone opens a page."""
+        app = create_app(make_settings(**target_of(valkey_server)), ui_on_demand=True)
+        transport = httpx.ASGITransport(app=app)
+        async with (
+            app.router.lifespan_context(app),
+            httpx.AsyncClient(transport=transport, base_url="http://svc.test") as client,
+        ):
+
+            def installed() -> bool:
+                return bool(app.state.ui_installed)
+
+            assert not installed()
+            assert not hasattr(app.state, "templates")
+            first = await client.get("/slowlog?log=slow")
+            assert first.status_code == 307
+            assert first.headers["location"] == "/slowlog?log=slow"
+            assert installed()
+            again = await client.get(first.headers["location"])
+            assert again.status_code == 200
+            assert "Slow log" in again.text
+            assert (await client.get("/no-such-page")).status_code == 404
 
 
 class TestChoosingAConnection:
@@ -129,6 +158,7 @@ class TestConnectionDialog:
     ):
         gone = server_factory.start("valkey")
         server_factory.stop(gone)
+
         async def stored() -> list[tuple[str, str, int]]:
             listed = (await api.client.get("/api/connections")).json()
             return [(c["id"], c["name"], c["updatedAt"]) for c in listed]
