@@ -9,7 +9,6 @@ the server, so they are shown only through autoescaping templates.
 
 from dataclasses import dataclass
 from typing import Annotated, Any
-from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query
 from fastapi.responses import HTMLResponse
@@ -19,6 +18,7 @@ from svc_monitor.connections.models import Connection
 from svc_monitor.engine.capabilities import EngineIdentity
 from svc_monitor.events import now_ms
 from svc_monitor.web.dependencies import Ui, UiDep
+from svc_monitor.web.links import filter_query
 from svc_monitor.web.pages import Page
 from svc_monitor.web.sections import Section, load
 
@@ -64,10 +64,7 @@ class Filters:
             "window": self.window,
             "page": str(self.page) if self.page else "",
         }
-        values.update({k: "" if v is None else str(v) for k, v in changes.items()})
-        if values["page"] == "0":
-            values["page"] = ""
-        return urlencode({k: v for k, v in values.items() if v})
+        return filter_query(values, changes)
 
 
 @dataclass(frozen=True, slots=True)

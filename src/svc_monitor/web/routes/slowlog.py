@@ -18,7 +18,6 @@ appear without a reload; older pages hold still while they are read.
 
 from dataclasses import dataclass
 from typing import Annotated, Any
-from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query
 from fastapi.responses import HTMLResponse
@@ -31,6 +30,7 @@ from svc_monitor.events import now_ms
 from svc_monitor.slowlog.schemas import PatternAnalysis, StoredLogEntry
 from svc_monitor.slowlog.service import SlowlogService
 from svc_monitor.web.dependencies import Ui, UiDep
+from svc_monitor.web.links import filter_query
 from svc_monitor.web.pages import Page
 from svc_monitor.web.sections import Section, load
 
@@ -96,10 +96,7 @@ class Filters:
             "min": "" if self.min is None else str(self.min),
             "page": str(self.page) if self.page else "",
         }
-        values.update({k: "" if v is None else str(v) for k, v in changes.items()})
-        if values["page"] == "0":
-            values["page"] = ""
-        return urlencode({k: v for k, v in values.items() if v})
+        return filter_query(values, changes)
 
 
 @dataclass(frozen=True, slots=True)
