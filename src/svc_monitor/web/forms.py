@@ -4,7 +4,7 @@ The form is parsed here rather than through FastAPI's `Form`, which needs the
 python-multipart package for what is a few short text fields.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TypeVar
 from urllib.parse import parse_qs
 
@@ -17,16 +17,12 @@ MAX_FORM_BYTES = 16 * 1024
 
 ModelT = TypeVar("ModelT", bound=ConnectionFields)
 
-# Form field -> request model field, in the order the form shows them.
-FORM_FIELDS = ("quick", "name", "host", "port", "username", "password", "tls")
-
 
 @dataclass(frozen=True, slots=True)
 class ConnectionForm:
-    """What the user typed, kept so the form can be shown again with its errors."""
+    """The values the dialog opens with (a new connection's defaults, or the stored ones)."""
 
     values: dict[str, str]
-    errors: dict[str, str] = field(default_factory=dict)
 
     def value(self, name: str) -> str:
         return self.values.get(name, "")
