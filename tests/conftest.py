@@ -3,4 +3,5 @@ pytest_plugins = [
     "tests.fixtures.storage",
     "tests.fixtures.app",
     "tests.fixtures.browser",
+    "tests.fixtures.licensing",
 ]

@@ -117,18 +117,3 @@ class TestRules:
         s = settings(DB_PASSWORD="pa55word", ENCRYPTION_KEY="k" * 20)
         assert "pa55word" not in repr(s)
         assert "k" * 20 not in repr(s)
-
-
-class TestAirGapped:
-    def test_offline_token_without_key_is_air_gapped(self, tmp_path):
-        s = settings(SVC_OFFLINE_LICENSE="a.b.c", SVC_DATA_DIR=tmp_path)
-        assert s.air_gapped
-
-    def test_online_key_is_never_air_gapped(self, tmp_path):
-        s = settings(SVC_OFFLINE_LICENSE="a.b.c", SVC_LICENSE_KEY="key", SVC_DATA_DIR=tmp_path)
-        assert not s.air_gapped
-
-    def test_offline_file_in_data_dir_counts(self, tmp_path):
-        (tmp_path / "license-offline.jwt").write_text("a.b.c")
-        assert settings(SVC_DATA_DIR=tmp_path).air_gapped
-        assert not settings(SVC_DATA_DIR=tmp_path / "elsewhere").air_gapped

@@ -11,7 +11,8 @@ import asyncio
 import contextlib
 import importlib
 import logging
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Callable
 from types import ModuleType
 
 from fastapi import FastAPI, Request
@@ -27,6 +28,9 @@ from svc_monitor.connections.service import ConnectionService
 from svc_monitor.connections.store import ConnectionStore
 from svc_monitor.errors import error_body, install_error_handlers
 from svc_monitor.events import EventBus
+from svc_monitor.licensing.api import router as license_router
+from svc_monitor.licensing.service import LicenseService
+from svc_monitor.licensing.telemetry import UsageTelemetry
 from svc_monitor.metrics.api import router as metrics_router
 from svc_monitor.metrics.service import MetricsService
 from svc_monitor.metrics.store import MetricsStore
@@ -46,6 +50,7 @@ from svc_monitor.system.service import HealthService
 from svc_monitor.system.version_check import VersionService
 from svc_monitor.web.assets import mount_static, plain_page
 from svc_monitor.web.docs import mount_docs
+from svc_monitor.webhooks.api import router as webhooks_router
 
 logger = logging.getLogger(__name__)
 
@@ -60,8 +65,9 @@ class StartupError(Exception):
     """The service cannot start; the message is one line for the operator."""
 
 
-def build_services(settings: Settings) -> Services:
+def build_services(settings: Settings, *, clock: Callable[[], float] = time.time) -> Services:
     db = Database.from_settings(settings)
+    license = LicenseService(settings, clock=clock)
     secrets = SecretBox(settings.ENCRYPTION_KEY, salt=settings.ENCRYPTION_KEK_SALT)
     live = LiveConnections(
         connect_timeout_s=settings.ENGINE_CONNECT_TIMEOUT_MS / 1000,
@@ -94,7 +100,9 @@ def build_services(settings: Settings) -> Services:
         connections=connections,
         runtime_settings=runtime_settings,
         health=HealthService(db, connections),
-        versions=VersionService(settings),
+        versions=VersionService(settings, air_gapped=lambda: license.air_gapped),
+        license=license,
+        telemetry=UsageTelemetry(settings, license),
         metrics=metrics,
         live_state=live_state,
         observer=observer,
@@ -109,13 +117,15 @@ def create_app(
     embedded_valkey_port: int | None = None,
     features_in_background: bool = False,
     ui_on_demand: bool = False,
+    clock: Callable[[], float] = time.time,
 ) -> FastAPI:
     """The whole service for these settings; nothing is shared between two apps.
 
     With `ui_on_demand` (the command line) the web UI's routes and templates load on
     the first page view: an install that is only scraped or called never holds them.
+    `clock` is the licence's wall clock (tests move it).
     """
-    services = build_services(settings)
+    services = build_services(settings, clock=clock)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -125,6 +135,8 @@ def create_app(
             await _stop(app, services)
             raise
         background = [
+            asyncio.create_task(services.license.run(), name="licence-checks"),
+            asyncio.create_task(services.telemetry.run(), name="usage-telemetry"),
             asyncio.create_task(services.versions.run(), name="version-check"),
             asyncio.create_task(_check_connections(services), name="first-check"),
             asyncio.create_task(services.supervisor.run(), name="poll-supervisor"),
@@ -167,6 +179,8 @@ def create_app(
     app.include_router(connections_router, prefix="/api")
     app.include_router(settings_router, prefix="/api")
     app.include_router(metrics_router, prefix="/api")
+    app.include_router(license_router, prefix="/api")
+    app.include_router(webhooks_router, prefix="/api")
     mount_docs(app, openapi_url=OPENAPI_URL)
     mount_static(app)
     app.add_api_route(
@@ -260,6 +274,7 @@ async def _stop(app: FastAPI, services: Services) -> None:
 
 
 async def _start(services: Services, *, embedded_valkey_port: int | None) -> None:
+    services.license.start()
     await services.db.migrate()
     if not services.secrets.encrypting:
         logger.warning("ENCRYPTION_KEY is not set: connection passwords are stored in plain text")

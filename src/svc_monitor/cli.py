@@ -2,6 +2,9 @@
 
     svc-monitor [serve] [--embedded-valkey]     start the service on PORT
     svc-monitor check-config                    validate the environment and exit
+    svc-monitor entitlement serve               start the entitlement server (licences)
+    svc-monitor license keygen --kid lic-YYYY-MM --private-key-out FILE
+                                                make a licence signing key pair
 
 A bad environment variable ends the process with one line naming it (exit 2).
 """
@@ -10,9 +13,11 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import NoReturn
 
 from pydantic import ValidationError
@@ -28,6 +33,12 @@ EXIT_STARTUP = 3
 
 def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
+    if args.command == "entitlement":
+        serve_entitlement()
+        return
+    if args.command == "license":
+        keygen(args.kid, Path(args.private_key_out))
+        return
     try:
         settings = Settings()
     except ValidationError as exc:
@@ -98,6 +109,61 @@ def serve(settings: Settings, *, embedded_valkey: bool) -> None:
         signal.raise_signal(signal.SIGTERM)
 
 
+def serve_entitlement() -> None:
+    import uvicorn
+
+    from svc_monitor.licensing.entitlement.app import create_entitlement_app
+    from svc_monitor.licensing.entitlement.config import EntitlementSettings
+
+    try:
+        settings = EntitlementSettings()
+    except ValidationError as exc:
+        _fail(f"configuration error: {describe_validation_error(exc)}", EXIT_CONFIG)
+    _configure_logging(settings.LOG_LEVEL)
+    logger.info(
+        "svc-monitor entitlement server %s on http://%s:%d, signing with %s",
+        __version__,
+        settings.ENTITLEMENT_BIND_HOST,
+        settings.ENTITLEMENT_PORT,
+        settings.LICENSE_SIGNING_KID,
+    )
+    with contextlib.suppress(KeyboardInterrupt):
+        uvicorn.run(
+            create_entitlement_app(settings),
+            host=settings.ENTITLEMENT_BIND_HOST,
+            port=settings.ENTITLEMENT_PORT,
+            log_config=None,
+            access_log=False,
+            server_header=False,
+            ws="none",
+        )
+
+
+def keygen(kid: str, private_key_out: Path) -> None:
+    """Write a new signing key (mode 0600) and print what goes where."""
+    from svc_monitor.licensing.keys import KID_FORM
+    from svc_monitor.licensing.tokens import key_pair
+
+    if not KID_FORM.match(kid):
+        _fail(f"--kid must look like lic-YYYY-MM, not {kid!r}", EXIT_CONFIG)
+    private_pem, public_pem = key_pair()
+    try:
+        fd = os.open(private_key_out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        _fail(f"{private_key_out} exists; choose another path", EXIT_CONFIG)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(private_pem)
+    print(  # noqa: T201
+        f"Private key written to {private_key_out} (mode 0600). On the entitlement server set\n"
+        f"  LICENSE_SIGNING_KID={kid}\n"
+        f"  LICENSE_SIGNING_PRIVATE_KEY=<the contents of {private_key_out}>\n"
+        "and keep the file out of version control.\n\n"
+        "Add the public half to EMBEDDED_PUBLIC_KEYS in src/svc_monitor/licensing/keys.py and "
+        "ship it in a release before signing with this key:\n\n"
+        f'    "{kid}": """{public_pem}""",'
+    )
+
+
 @contextlib.contextmanager
 def _deferred_sigterm(received: list[int]) -> Iterator[None]:
     """After a graceful shutdown uvicorn re-raises the SIGTERM it caught, which with the default
@@ -121,6 +187,20 @@ def _parser() -> argparse.ArgumentParser:
         help="start a Valkey on a free loopback port and watch it as the default connection",
     )
     commands.add_parser("check-config", help="validate the environment and exit")
+    entitlement = commands.add_parser("entitlement", help="the entitlement server")
+    entitlement_commands = entitlement.add_subparsers(dest="entitlement_command", required=True)
+    entitlement_commands.add_parser(
+        "serve", help="start it on ENTITLEMENT_PORT (see the README for its environment)"
+    )
+    license_cmd = commands.add_parser("license", help="licence tools")
+    license_commands = license_cmd.add_subparsers(dest="license_command", required=True)
+    keygen_cmd = license_commands.add_parser(
+        "keygen", help="make a signing key pair; print the public half for keys.py"
+    )
+    keygen_cmd.add_argument("--kid", required=True, help="key id, lic-YYYY-MM")
+    keygen_cmd.add_argument(
+        "--private-key-out", required=True, help="file for the private key (created, mode 0600)"
+    )
     parser.set_defaults(command="serve", embedded_valkey=False)
     return parser
 

@@ -223,13 +223,6 @@ class Settings(BaseSettings):
     def offline_license_file(self) -> Path:
         return self.SVC_OFFLINE_LICENSE_FILE or self.SVC_DATA_DIR / "license-offline.jwt"
 
-    @property
-    def air_gapped(self) -> bool:
-        """An offline token without an online key: no outbound request at all (spec rule 11)."""
-        if self.SVC_LICENSE_KEY is not None:
-            return False
-        return self.SVC_OFFLINE_LICENSE is not None or self.offline_license_file.is_file()
-
 
 def _check_turso(url: SecretStr | None, token: SecretStr | None) -> None:
     assert url is not None  # checked by the caller

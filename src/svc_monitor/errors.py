@@ -20,7 +20,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 logger = logging.getLogger(__name__)
@@ -33,6 +33,9 @@ class AppError(Exception):
         super().__init__(message)
         self.message = message
         self.field = field
+        # More members of the error body, for clients that act on them (a locked feature
+        # names the feature and tiers); plain facts, never secrets.
+        self.extra: dict[str, Any] = {}
 
 
 class NotFound(AppError):
@@ -66,6 +69,9 @@ class ErrorBody(BaseModel):
     message: str
     error: str
     fields: list[str] | None = None
+    feature: str | None = Field(None, description="403 from a feature gate: the locked feature")
+    requiredTier: str | None = Field(None, description="403 from a feature gate")
+    currentTier: str | None = Field(None, description="403 from a feature gate")
 
 
 def error_body(status_code: int, message: str, **extra: Any) -> dict[str, Any]:
@@ -111,7 +117,8 @@ async def _app_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, AppError)
     # The same shape as a schema 422: the names of the fields at fault, as a list.
     extra = {"fields": [exc.field]} if exc.field else {}
-    return JSONResponse(error_body(exc.status_code, exc.message, **extra), exc.status_code)
+    body = error_body(exc.status_code, exc.message, **exc.extra, **extra)
+    return JSONResponse(body, exc.status_code)
 
 
 async def _http_error(_: Request, exc: Exception) -> JSONResponse:

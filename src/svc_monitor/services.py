@@ -1,11 +1,12 @@
 """The object graph `create_app` builds, and the dependencies that hand it to routes.
 
 Two parts: `Services`, the core every request may need (storage, connections, health,
-settings, INFO history), built before the server listens; and `Features`, the feature
-domains (slow logs, audit, client analytics, live metrics, commandstats, latency,
-clusters), built by features.py. The command line loads features just after the
-server starts listening, which keeps their ~0.3 s of route and schema building out of
-the time to a first answer (bench/startup.py); tests load them before the first request.
+settings, INFO history, the licence and its gates), built before the server listens;
+and `Features`, the feature domains (slow logs, audit, client analytics, live metrics,
+commandstats, latency, clusters), built by features.py. The command line loads
+features just after the server starts listening, which keeps their ~0.3 s of route and
+schema building out of the time to a first answer (bench/startup.py); tests load them
+before the first request.
 """
 
 from dataclasses import dataclass
@@ -28,6 +29,8 @@ if TYPE_CHECKING:
     from svc_monitor.connections.service import ConnectionService
     from svc_monitor.events import EventBus
     from svc_monitor.latency.service import LatencyService
+    from svc_monitor.licensing.service import LicenseService
+    from svc_monitor.licensing.telemetry import UsageTelemetry
     from svc_monitor.live_metrics.service import LiveMetricsService
     from svc_monitor.metrics.service import MetricsService
     from svc_monitor.polling.health import InstanceHealth
@@ -55,6 +58,8 @@ class Services:
     runtime_settings: "RuntimeSettingsService"
     health: "HealthService"
     versions: "VersionService"
+    license: "LicenseService"
+    telemetry: "UsageTelemetry"
     metrics: "MetricsService"
     live_state: "LiveState"
     observer: "Observer"

@@ -25,25 +25,18 @@ import pytest
 from playwright.async_api import expect
 
 from svc_monitor.config import Settings
+from tests.fixtures.app import LOOPBACK_NOWHERE, free_port, fresh_data_dir
 from tests.fixtures.browser import PageFactory
 from tests.fixtures.servers import HOST, RunningServer
 
 pytestmark = pytest.mark.slow
 
 SVC_MONITOR = Path(sys.executable).parent / "svc-monitor"
-LOOPBACK_NOWHERE = "http://127.0.0.1:9"
 READY_TIMEOUT_S = 10.0
 EXIT_TIMEOUT_S = 10.0
 POLL_S = 0.05
 EXIT_CONFIG = 2
 _EMBEDDED_PID = re.compile(r"embedded Valkey on 127\.0\.0\.1:\d+ \(pid (\d+)\)")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((HOST, 0))
-        port: int = sock.getsockname()[1]
-    return port
 
 
 def service_env(**overrides: str) -> dict[str, str]:
@@ -53,6 +46,7 @@ def service_env(**overrides: str) -> dict[str, str]:
         PORT=str(free_port()),
         BIND_HOST=HOST,
         STORAGE_TYPE="memory",
+        SVC_DATA_DIR=fresh_data_dir(),
         ENTITLEMENT_URL=LOOPBACK_NOWHERE,
         RELEASES_URL=LOOPBACK_NOWHERE,
         LOG_LEVEL="info",

@@ -6,6 +6,7 @@ import pytest
 
 from svc_monitor.metrics.store import ROLLUP_MS, MetricsStore
 from tests.fixtures.app import AppFactory, RunningApp
+from tests.fixtures.waiting import eventually
 
 # A window long before any live sample of the test's own server: only the rows below.
 START = 1_600_000_020_000 // ROLLUP_MS * ROLLUP_MS
@@ -34,6 +35,14 @@ async def chart(app: RunningApp, since: int, until: int, max_points: int) -> lis
 @pytest.fixture
 async def seeded(app_factory: AppFactory):
     async with app_factory() as app:
+        # The service's own catch-up pass runs at start; seed after it, so what these
+        # tests roll up is theirs to count (the next pass is a minute away).
+        metrics = app.services.metrics
+
+        async def caught_up() -> bool:
+            return metrics.rollup_passes >= 1
+
+        await eventually(caught_up)
         # 40 minutes of samples; clients missing from every third sample.
         rows = [
             sample(START + i * SAMPLE_MS, ops=i * 7 % 100, clients=None if i % 3 == 0 else i)

@@ -31,6 +31,9 @@ class MetricsService:
     def __init__(self, store: MetricsStore, settings: Settings) -> None:
         self._store = store
         self._sampler = Sampler(settings.HISTORY_SAMPLE_INTERVAL_MS)
+        # Passes of run_rollups finished (or failed) so far: lets a caller know the
+        # catch-up pass after start is over.
+        self.rollup_passes = 0
 
     async def record(self, observation: Observation) -> None:
         if observation.node is not None or not self._sampler.due(observation):
@@ -122,6 +125,7 @@ class MetricsService:
                 await self._store.roll_up(now_ms=now_ms())
             except Exception:  # storage hiccup: the next pass resumes where this one stopped
                 logger.exception("rolling up the INFO history failed")
+            self.rollup_passes += 1
             await asyncio.sleep(every_s)
 
     def forget(self, connection_id: str) -> None:

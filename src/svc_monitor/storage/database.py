@@ -49,7 +49,25 @@ class Database:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> "Database":
-        kind = settings.STORAGE_TYPE
+        url = settings.STORAGE_URL.get_secret_value() if settings.STORAGE_URL else None
+        token = settings.STORAGE_AUTH_TOKEN
+        return cls.open(
+            settings.STORAGE_TYPE,
+            sqlite_path=settings.STORAGE_SQLITE_FILEPATH,
+            url=url,
+            auth_token=token.get_secret_value() if token else None,
+        )
+
+    @classmethod
+    def open(
+        cls,
+        kind: StorageType,
+        *,
+        sqlite_path: Path | None = None,
+        url: str | None = None,
+        auth_token: str | None = None,
+    ) -> "Database":
+        """A database of `kind`: the SQLite file at `sqlite_path`, or the server at `url`."""
         if kind is StorageType.MEMORY:
             # One shared connection: every new connection to ":memory:" would be a new, empty DB.
             engine = create_engine(
@@ -58,20 +76,19 @@ class Database:
             _sqlite_pragmas(engine, wal=False)
             return cls(kind, sync_engine=engine)
         if kind is StorageType.SQLITE:
-            path = settings.STORAGE_SQLITE_FILEPATH.expanduser().resolve()
+            assert sqlite_path is not None
+            path = sqlite_path.expanduser().resolve()
             path.parent.mkdir(parents=True, exist_ok=True)
             engine = create_engine(f"sqlite:///{path}", pool_size=1, max_overflow=0)
             _sqlite_pragmas(engine, wal=True)
             return cls(kind, sync_engine=engine)
-        assert settings.STORAGE_URL is not None  # Settings refuses to start without it
-        url = settings.STORAGE_URL.get_secret_value()
+        assert url is not None  # the settings refuse to start without it
         if kind is StorageType.POSTGRES:
             from sqlalchemy.ext.asyncio import create_async_engine
 
             pg_engine = create_async_engine(postgres_url(url), pool_size=5, max_overflow=5)
             return cls(kind, async_engine=pg_engine)
-        token = settings.STORAGE_AUTH_TOKEN
-        connect_args = {"auth_token": token.get_secret_value()} if token else {}
+        connect_args = {"auth_token": auth_token} if auth_token else {}
         sync_engine = create_engine(libsql_url(url), connect_args=connect_args)
         return cls(kind, sync_engine=sync_engine)
 

@@ -6,15 +6,15 @@ only leaves `latest` as it was.
 """
 
 import asyncio
-import json
 import logging
 import re
 import time
-import urllib.request
+from collections.abc import Callable
 from typing import Any
 
 from svc_monitor import __version__
 from svc_monitor.config import Settings
+from svc_monitor.outbound import get_json
 from svc_monitor.system.schemas import VersionRead
 
 logger = logging.getLogger(__name__)
@@ -25,8 +25,10 @@ _VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)")
 class VersionService:
     """Keeps the latest known release and whether it is newer than this one."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, *, air_gapped: Callable[[], bool]) -> None:
         self._settings = settings
+        # Asked each time: activating an offline licence makes the install air-gapped.
+        self._air_gapped = air_gapped
         self._latest: str | None = None
         self._release_url: str | None = None
         self._checked_at: int | None = None
@@ -40,44 +42,33 @@ class VersionService:
             releaseUrl=self._release_url,
             checkedAt=self._checked_at,
             versionCheckIntervalMs=self._settings.VERSION_CHECK_INTERVAL_MS,
-            airGapped=self._settings.air_gapped,
+            airGapped=self._air_gapped(),
         )
 
     async def run(self) -> None:
         """The background loop; cancelled at shutdown."""
-        if self._settings.air_gapped:
-            logger.info("air-gapped: the update check is off")
-            return
         interval_s = self._settings.VERSION_CHECK_INTERVAL_MS / 1000
         while True:
             await self.check_once()
             await asyncio.sleep(interval_s)
 
     async def check_once(self) -> bool:
-        if self._settings.air_gapped:
+        if self._air_gapped():
+            logger.debug("air-gapped: no update check")
             return False
+        timeout_s = self._settings.LICENSE_TIMEOUT_MS / 1000
         for url in self._sources():
             try:
-                payload = await asyncio.to_thread(self._fetch_json, url)
-            except (OSError, ValueError) as exc:  # URLError and HTTPError are OSErrors
+                reply = await asyncio.to_thread(get_json, url, timeout_s=timeout_s)
+            except (OSError, ValueError) as exc:  # URLError and timeouts are OSErrors
                 logger.debug("version source %s did not answer: %s", url, exc)
                 continue
-            found = _from_payload(payload)
+            found = _from_payload(reply.body) if reply.status == 200 else None
             if found is not None:
                 self._latest, self._release_url = found
                 self._checked_at = int(time.time() * 1000)
                 return True
         return False
-
-    def _fetch_json(self, url: str) -> Any:
-        # The standard library on a thread, not httpx: one small GET an hour does not
-        # justify loading an HTTP client stack into every idle service (bench/startup.py).
-        request = urllib.request.Request(
-            url, headers={"User-Agent": f"Svc-Monitor/{__version__}", "Accept": "application/json"}
-        )
-        timeout = self._settings.LICENSE_TIMEOUT_MS / 1000
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            return json.loads(response.read(1024 * 1024))
 
     def _sources(self) -> list[str]:
         return [

@@ -15,6 +15,7 @@ from svc_monitor.web.routes import (
     connections,
     dashboard,
     latency,
+    license,
     memory,
     settings,
     slowlog,
@@ -22,7 +23,11 @@ from svc_monitor.web.routes import (
 
 PAGE_MODULES = (dashboard, slowlog, clients, latency, memory, cluster, audit, settings)
 NAV = tuple(module.PAGE for module in PAGE_MODULES)
-ROUTERS: tuple[APIRouter, ...] = (connections.router, *(m.router for m in PAGE_MODULES))
+ROUTERS: tuple[APIRouter, ...] = (
+    connections.router,
+    license.router,
+    *(m.router for m in PAGE_MODULES),
+)
 
 
 def build_templates() -> Templates:

@@ -1,4 +1,5 @@
-"""Settings page: the runtime settings (poll intervals, anomaly cache) as a form.
+"""Settings page: the runtime settings (poll intervals, anomaly cache) as a form, and
+the License section (routes/license.py).
 
 Reads and changes go through RuntimeSettingsService, as `GET/PUT /api/settings` and
 `POST /api/settings/reset` do, and the form is validated by the API's own
@@ -20,6 +21,7 @@ from svc_monitor.runtime_settings.schemas import (
 from svc_monitor.web.dependencies import FromThisPage, Ui, UiDep
 from svc_monitor.web.forms import parse_form
 from svc_monitor.web.pages import Page
+from svc_monitor.web.routes.license import license_context
 
 PAGE = Page("settings", "/settings", "Settings", needs_connection=False)
 router = APIRouter(include_in_schema=False)
@@ -114,7 +116,9 @@ def validate(values: dict[str, str]) -> RuntimeSettingsUpdate | dict[str, str]:
 
 @router.get("/settings")
 async def settings_page(ui: UiDep) -> HTMLResponse:
-    return ui.page(PAGE, "settings/page.html", form=await _form(ui), fields=FIELDS)
+    return ui.page(
+        PAGE, "settings/page.html", form=await _form(ui), fields=FIELDS, **license_context(ui)
+    )
 
 
 @router.post("/ui/settings", dependencies=[FromThisPage])
