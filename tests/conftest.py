@@ -4,4 +4,5 @@ pytest_plugins = [
     "tests.fixtures.app",
     "tests.fixtures.browser",
     "tests.fixtures.licensing",
+    "tests.fixtures.workspace",
 ]

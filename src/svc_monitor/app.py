@@ -15,11 +15,16 @@ import time
 from collections.abc import AsyncIterator, Callable
 from types import ModuleType
 
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute
 
 from svc_monitor import __version__
+from svc_monitor.auth.access import authorize, install_access
+from svc_monitor.auth.activity import ActivityLog
+from svc_monitor.auth.api import router as auth_router
+from svc_monitor.auth.service import AuthService
+from svc_monitor.auth.store import AuthStore
 from svc_monitor.config import Settings, StorageType
 from svc_monitor.connections.api import router as connections_router
 from svc_monitor.connections.live import LiveConnections
@@ -79,6 +84,8 @@ def build_services(settings: Settings, *, clock: Callable[[], float] = time.time
     connections = ConnectionService(ConnectionStore(db, secrets), live, meta, settings, bus)
     runtime_settings = RuntimeSettingsService(RuntimeSettingsStore(db), settings, bus)
     metrics = MetricsService(MetricsStore(db), settings)
+    auth_store = AuthStore(db)
+    activity = ActivityLog(auth_store, retention_days=settings.ACTIVITY_RETENTION_DAYS, clock=clock)
     live_state = LiveState()
     observer = Observer(live_state, metrics)
     instance_health = InstanceHealth(bus)
@@ -102,6 +109,7 @@ def build_services(settings: Settings, *, clock: Callable[[], float] = time.time
         health=HealthService(db, connections),
         versions=VersionService(settings, air_gapped=lambda: license.air_gapped),
         license=license,
+        auth=AuthService(settings, auth_store, activity, clock=clock),
         telemetry=UsageTelemetry(settings, license),
         metrics=metrics,
         live_state=live_state,
@@ -123,7 +131,7 @@ def create_app(
 
     With `ui_on_demand` (the command line) the web UI's routes and templates load on
     the first page view: an install that is only scraped or called never holds them.
-    `clock` is the licence's wall clock (tests move it).
+    `clock` is the wall clock of the licence and of sessions and invitations (tests move it).
     """
     services = build_services(settings, clock=clock)
 
@@ -136,6 +144,7 @@ def create_app(
             raise
         background = [
             asyncio.create_task(services.license.run(), name="licence-checks"),
+            asyncio.create_task(services.auth.run_housekeeping(), name="workspace-housekeeping"),
             asyncio.create_task(services.telemetry.run(), name="usage-telemetry"),
             asyncio.create_task(services.versions.run(), name="version-check"),
             asyncio.create_task(_check_connections(services), name="first-check"),
@@ -168,14 +177,19 @@ def create_app(
         docs_url=None,
         redoc_url=None,
         lifespan=lifespan,
+        # Every route, including those the features and the UI add later, passes here
+        # first: auth/roles.py says who may call it.
+        dependencies=[Depends(authorize)],
     )
     app.state.services = services
     app.state.features = None
     app.state.feature_tasks = []
     app.state.ui_installed = False
     install_error_handlers(app)
+    install_access(app)
     app.include_router(system_router)  # /health and /version at the root,
     app.include_router(system_router, prefix="/api")  # and under /api like everything else
+    app.include_router(auth_router, prefix="/api")
     app.include_router(connections_router, prefix="/api")
     app.include_router(settings_router, prefix="/api")
     app.include_router(metrics_router, prefix="/api")

@@ -1,10 +1,12 @@
 """The error tree and the one place errors become HTTP responses.
 
     AppError (400)
+    ├── Unauthorized (401)    no signed-in user where one is needed
     ├── NotFound (404)
     ├── Conflict (409)
     ├── Forbidden (403)
     ├── Unprocessable (422)   bad input that passed the schema but not a rule (names the field)
+    ├── TooManyRequests (429) carries Retry-After
     ├── Unavailable (503)
     └── NotSupported (501)
 
@@ -38,6 +40,10 @@ class AppError(Exception):
         self.extra: dict[str, Any] = {}
 
 
+class Unauthorized(AppError):
+    status_code = 401
+
+
 class NotFound(AppError):
     status_code = 404
 
@@ -52,6 +58,14 @@ class Forbidden(AppError):
 
 class Unprocessable(AppError):
     status_code = 422
+
+
+class TooManyRequests(AppError):
+    status_code = 429
+
+    def __init__(self, message: str, *, retry_after_s: int) -> None:
+        super().__init__(message)
+        self.headers = {"Retry-After": str(max(1, retry_after_s))}
 
 
 class Unavailable(AppError):
@@ -118,7 +132,7 @@ async def _app_error(_: Request, exc: Exception) -> JSONResponse:
     # The same shape as a schema 422: the names of the fields at fault, as a list.
     extra = {"fields": [exc.field]} if exc.field else {}
     body = error_body(exc.status_code, exc.message, **exc.extra, **extra)
-    return JSONResponse(body, exc.status_code)
+    return JSONResponse(body, exc.status_code, headers=getattr(exc, "headers", None))
 
 
 async def _http_error(_: Request, exc: Exception) -> JSONResponse:

@@ -21,6 +21,7 @@ from svc_monitor.storage.database import Database
 
 if TYPE_CHECKING:
     from svc_monitor.audit.service import AuditService
+    from svc_monitor.auth.service import AuthService
     from svc_monitor.client_analytics.service import ClientAnalyticsService
     from svc_monitor.cluster.service import ClusterService
     from svc_monitor.commandstats.service import CommandstatsService
@@ -59,6 +60,7 @@ class Services:
     health: "HealthService"
     versions: "VersionService"
     license: "LicenseService"
+    auth: "AuthService"
     telemetry: "UsageTelemetry"
     metrics: "MetricsService"
     live_state: "LiveState"

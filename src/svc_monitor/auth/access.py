@@ -1,0 +1,264 @@
+"""Enforcement: every route's rule from roles.RULES, and the activity log of mutations.
+
+Two pieces, both installed once by the app for every route it will ever have:
+- `authorize`, an app-wide dependency: it runs after routing (so it knows the route's
+  template), identifies the caller, checks the origin of mutations and the role the
+  route needs, and leaves what it found in the request scope.
+- `AccessMiddleware`, plain ASGI around the app: it sets a re-issued session cookie on
+  the way out and, once the response is sent, records a signed-in user's POST, PUT,
+  PATCH or DELETE in the activity log (not 401/403 refusals).
+"""
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+from fastapi import FastAPI, Request, WebSocketException, status
+from fastapi.responses import RedirectResponse, Response
+from starlette.requests import HTTPConnection
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from svc_monitor.auth.models import Principal, Via
+from svc_monitor.auth.origin import client_ip, same_origin
+from svc_monitor.auth.roles import MUTATIONS, rule_for
+from svc_monitor.auth.service import AuthService
+from svc_monitor.errors import Forbidden, Unauthorized
+
+logger = logging.getLogger(__name__)
+
+SCOPE_KEY = "svc.access"
+CONNECTION_HEADER = "x-connection-id"
+_CREATED_BODY_LIMIT = 64 * 1024
+# Their own events (auth.login, auth.logout) say more than the request would.
+_NOT_RECORDED_PREFIX = "/api/auth/"
+
+
+@dataclass(slots=True)
+class AccessFacts:
+    """What `authorize` found, for the route (`principal_of`) and the middleware."""
+
+    template: str
+    principal: Principal | None
+    source_ip: str
+    refreshed_cookie: str | None = None
+    clear_cookie: bool = False
+
+
+class SignInFirst(Exception):
+    """A page asked for without a session: the browser goes to sign in (or to the claim)."""
+
+    def __init__(self, location: str) -> None:
+        super().__init__(location)
+        self.location = location
+
+
+def route_template(scope: Scope) -> str | None:
+    """The matched route's path as OpenAPI writes it ("/api/connections/{connection_id}").
+
+    FastAPI 0.16x includes routers lazily: `scope["route"]` is the router's own route,
+    without the include prefix, and the full path is on the effective route context.
+    Older FastAPI copied routes with their prefix, so `scope["route"]` had it.
+    """
+    fastapi_scope = scope.get("fastapi")
+    effective = (
+        fastapi_scope.get("effective_route_context") if isinstance(fastapi_scope, dict) else None
+    )
+    template = getattr(effective, "path_format", None) or getattr(
+        scope.get("route"), "path_format", None
+    )
+    return str(template) if template else None
+
+
+async def authorize(connection: HTTPConnection) -> None:
+    """The app-wide dependency: refuse what the caller may not do; note who they are."""
+    scope = connection.scope
+    is_socket = scope["type"] == "websocket"
+    method = "WS" if is_socket else ("GET" if scope["method"] == "HEAD" else scope["method"])
+    template = route_template(scope) or ""
+    access = rule_for(method, template)
+    auth: AuthService = connection.app.state.services.auth
+    settings = auth.settings
+    facts = AccessFacts(template, None, client_ip(connection, settings))
+    scope[SCOPE_KEY] = facts
+    if access is None:  # deny by default; tests/auth/test_route_rules.py keeps this unused
+        logger.error("no access rule for %s %s", method, template)
+        _refuse(is_socket, Forbidden("No access rule covers this route"))
+    if not auth.enabled:
+        return
+    identified = await auth.identify(
+        connection.cookies.get(auth.cookies.name), connection.headers.get("authorization")
+    )
+    facts.principal = identified.principal
+    facts.refreshed_cookie = identified.refreshed_cookie
+    facts.clear_cookie = identified.clear_cookie
+    principal = identified.principal
+    if method in MUTATIONS or is_socket:
+        carries_cookie = auth.cookies.name in connection.cookies
+        by_token = principal is not None and principal.via is Via.TOKEN
+        provenance = "origin" in connection.headers or "referer" in connection.headers
+        if (
+            not by_token
+            and (carries_cookie or is_socket or provenance)
+            and not same_origin(connection, settings)
+        ):
+            _refuse(is_socket, Forbidden("Cross-origin request refused"))
+    needed = access.role if access is not None else None
+    if needed is None:
+        return
+    if principal is None:
+        # A browser opening a page goes to sign in; scripts and fetches get the 401.
+        browsing = method == "GET" and "text/html" in connection.headers.get("accept", "")
+        htmx = connection.headers.get("hx-request") == "true"
+        if not is_socket and not template.startswith("/api/") and (browsing or htmx):
+            empty = await auth.workspace_empty()
+            raise SignInFirst("/register" if empty else _login_location(connection))
+        _refuse(is_socket, Unauthorized("Sign in to use svc-monitor"))
+    assert principal is not None
+    if not principal.role.at_least(needed):
+        _refuse(
+            is_socket,
+            Forbidden(
+                f"Not allowed: this needs the {needed.value} role, and you are "
+                f"{_article(principal.role.value)} {principal.role.value}"
+            ),
+        )
+
+
+def principal_of(connection: HTTPConnection) -> Principal | None:
+    """The signed-in user `authorize` found; None when user control is off."""
+    facts: AccessFacts | None = connection.scope.get(SCOPE_KEY)
+    return facts.principal if facts is not None else None
+
+
+def source_ip_of(connection: HTTPConnection) -> str:
+    facts: AccessFacts | None = connection.scope.get(SCOPE_KEY)
+    return facts.source_ip if facts is not None else "unknown"
+
+
+def _refuse(is_socket: bool, error: Unauthorized | Forbidden) -> None:
+    if is_socket:
+        # Closed before accept: the server answers the handshake with HTTP 403.
+        raise WebSocketException(code=status.WS_1008_POLICY_VIOLATION, reason=error.message)
+    raise error
+
+
+def _login_location(connection: HTTPConnection) -> str:
+    target = connection.url.path
+    if connection.url.query:
+        target += f"?{connection.url.query}"
+    return "/login" if target == "/" else f"/login?next={_quote(target)}"
+
+
+def _quote(text: str) -> str:
+    return quote(text, safe="/")
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1] in "aeiou" else "a"
+
+
+class AccessMiddleware:
+    """Set re-issued cookies; record signed-in mutations once they are answered."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        method = scope["method"]
+        seen: dict[str, Any] = {"status": None, "body": b""}
+
+        async def send_with_cookie(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                seen["status"] = message["status"]
+                seen["created"] = message["status"] == 201
+                _add_cookie(scope, message)
+            elif message["type"] == "http.response.body" and seen.get("created"):
+                body: bytes = seen["body"]
+                if len(body) < _CREATED_BODY_LIMIT:
+                    seen["body"] = body + message.get("body", b"")
+            await send(message)
+
+        await self.app(scope, receive, send_with_cookie)
+        facts: AccessFacts | None = scope.get(SCOPE_KEY)
+        status = seen["status"]
+        if (
+            method in MUTATIONS
+            and facts is not None
+            and facts.principal is not None
+            and status not in (None, 401, 403)
+            and not facts.template.startswith(_NOT_RECORDED_PREFIX)
+        ):
+            await _record(scope, facts, method, int(status), seen["body"])
+
+
+def _add_cookie(scope: Scope, message: Message) -> None:
+    facts: AccessFacts | None = scope.get(SCOPE_KEY)
+    if facts is None or not (facts.refreshed_cookie or facts.clear_cookie):
+        return
+    auth: AuthService = scope["app"].state.services.auth
+    headers: list[tuple[bytes, bytes]] = list(message.get("headers", []))
+    name = auth.cookies.name.encode()
+    if any(k == b"set-cookie" and v.startswith(name + b"=") for k, v in headers):
+        return  # the route set its own (sign-in, sign-out)
+    value = (
+        auth.cookies.set_cookie_header(facts.refreshed_cookie)
+        if facts.refreshed_cookie
+        else auth.cookies.clear_cookie_header()
+    )
+    headers.append((b"set-cookie", value.encode()))
+    message["headers"] = headers
+
+
+async def _record(scope: Scope, facts: AccessFacts, method: str, status: int, body: bytes) -> None:
+    principal = facts.principal
+    assert principal is not None
+    auth: AuthService = scope["app"].state.services.auth
+    headers = dict(scope.get("headers", []))
+    connection_id = headers.get(CONNECTION_HEADER.encode())
+    details: dict[str, object] = {"via": principal.via.value}
+    try:
+        await auth.activity.record(
+            f"{method} {facts.template}",
+            actor_id=principal.user_id,
+            actor_name=principal.name,
+            source_ip=facts.source_ip,
+            connection_id=connection_id.decode("latin-1") if connection_id else None,
+            route=facts.template,
+            status=status,
+            object_id=_object_id(scope, body),
+            details=details,
+        )
+    except Exception:  # the change happened; a failed log write must not hide that
+        logger.exception("could not record %s %s in the activity log", method, facts.template)
+
+
+def _object_id(scope: Scope, created_body: bytes) -> str | None:
+    params: dict[str, Any] = scope.get("path_params") or {}
+    for value in params.values():
+        return str(value)
+    if created_body:
+        try:
+            body = json.loads(created_body)
+        except ValueError:
+            return None
+        if isinstance(body, dict) and isinstance(body.get("id"), str | int):
+            return str(body["id"])
+    return None
+
+
+async def _sign_in_first(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, SignInFirst)
+    if request.headers.get("hx-request") == "true":
+        return Response(status_code=204, headers={"HX-Redirect": exc.location})
+    return RedirectResponse(exc.location, status_code=303)
+
+
+def install_access(app: FastAPI) -> None:
+    """The middleware and the handler that turns SignInFirst into a redirect."""
+    app.add_middleware(AccessMiddleware)
+    app.add_exception_handler(SignInFirst, _sign_in_first)

@@ -1,0 +1,200 @@
+"""Roles, and the one table that says which role each route needs.
+
+Every route of the app has a line in RULES, keyed by method and path template as
+OpenAPI writes them. A route without a line is refused for everyone (deny by default)
+and fails tests/auth/test_route_rules.py, so a new route cannot ship unguarded.
+
+The spec's role table, in short: members read everything except the activity log and
+server configuration; every POST/PUT/PATCH/DELETE needs an admin, except signing in
+and out and the read-only POSTs; only the owner transfers ownership.
+"""
+
+from enum import IntEnum, StrEnum
+
+
+class Role(StrEnum):
+    OWNER = "owner"
+    ADMIN = "admin"
+    MEMBER = "member"
+
+    @property
+    def rank(self) -> int:
+        return _RANK[self]
+
+    def at_least(self, other: "Role") -> bool:
+        return self.rank >= other.rank
+
+
+_RANK = {Role.MEMBER: 1, Role.ADMIN: 2, Role.OWNER: 3}
+
+
+class Access(IntEnum):
+    """Who may call a route, weakest first."""
+
+    PUBLIC = 0  # anyone, signed in or not
+    MEMBER = 1  # any signed-in user
+    ADMIN = 2
+    OWNER = 3
+
+    @property
+    def role(self) -> Role | None:
+        return {Access.MEMBER: Role.MEMBER, Access.ADMIN: Role.ADMIN, Access.OWNER: Role.OWNER}.get(
+            self
+        )
+
+
+PUBLIC, MEMBER, ADMIN, OWNER = Access.PUBLIC, Access.MEMBER, Access.ADMIN, Access.OWNER
+
+# Methods that change something: admin by default in the table below, recorded in the
+# activity log, and checked against the pinned origin.
+MUTATIONS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+RULES: dict[str, Access] = {
+    # --- open: container health checks, scrapers, and the ways in ---
+    "GET /health": PUBLIC,
+    "GET /api/health": PUBLIC,
+    "GET /api": PUBLIC,  # the API's documentation page
+    "GET /api/": PUBLIC,
+    "POST /api/auth/register": PUBLIC,
+    "POST /api/auth/login": PUBLIC,
+    "POST /api/auth/logout": PUBLIC,  # signing out never needs a live session
+    "POST /api/auth/accept-invite": PUBLIC,
+    "GET /api/auth/me": PUBLIC,  # answers who is signed in, or that nobody is
+    "GET /api/auth/invitations/{token}": PUBLIC,  # the invite page's preview
+    # --- system ---
+    "GET /version": MEMBER,
+    "GET /api/version": MEMBER,
+    # --- workspace ---
+    "GET /api/workspace/members": MEMBER,
+    "PUT /api/workspace/members/{member_id}": ADMIN,
+    "DELETE /api/workspace/members/{member_id}": ADMIN,
+    "POST /api/workspace/transfer": OWNER,
+    "GET /api/workspace/invitations": ADMIN,
+    "POST /api/workspace/invitations": ADMIN,
+    "DELETE /api/workspace/invitations/{invitation_id}": ADMIN,
+    "GET /api/workspace/activity": ADMIN,
+    # --- personal API tokens: each user manages their own ---
+    "GET /api/tokens": MEMBER,
+    "POST /api/tokens": MEMBER,
+    "DELETE /api/tokens/{token_id}": MEMBER,
+    # --- connections ---
+    "GET /api/connections": MEMBER,
+    "POST /api/connections": ADMIN,
+    "POST /api/connections/test": ADMIN,  # makes the server dial any address: not a read
+    "GET /api/connections/{connection_id}": MEMBER,
+    "PUT /api/connections/{connection_id}": ADMIN,
+    "DELETE /api/connections/{connection_id}": ADMIN,
+    "POST /api/connections/{connection_id}/default": ADMIN,
+    # --- runtime settings and licence ---
+    "GET /api/settings": MEMBER,
+    "PUT /api/settings": ADMIN,
+    "POST /api/settings/reset": ADMIN,
+    "GET /api/license/status": MEMBER,
+    "GET /api/license/features": MEMBER,
+    "POST /api/license/refresh": ADMIN,
+    "PUT /api/license/offline": ADMIN,
+    "DELETE /api/license/offline": ADMIN,
+    "GET /api/webhooks/allowed-events": MEMBER,
+    # --- metrics and history (reads) ---
+    "GET /api/metrics/info": MEMBER,
+    "GET /api/metrics/history": MEMBER,
+    "GET /api/metrics/monitor-load": MEMBER,
+    "GET /api/memory-analytics/snapshots": MEMBER,
+    "GET /api/metrics/slowlog": MEMBER,
+    "GET /api/metrics/slowlog/length": MEMBER,
+    "GET /api/metrics/slowlog/patterns": MEMBER,
+    "GET /api/metrics/commandlog": MEMBER,
+    "GET /api/metrics/commandlog/length": MEMBER,
+    "GET /api/metrics/commandlog/patterns": MEMBER,
+    "GET /api/slowlog-analytics/entries": MEMBER,
+    "GET /api/commandlog-analytics/entries": MEMBER,
+    "GET /api/audit/entries": MEMBER,
+    "GET /api/audit/stats": MEMBER,
+    "GET /api/audit/failed-auth": MEMBER,
+    "GET /api/audit/by-user": MEMBER,
+    "GET /api/metrics/acl/log": MEMBER,
+    "GET /api/client-analytics/snapshots": MEMBER,
+    "GET /api/client-analytics/timeseries": MEMBER,
+    "GET /api/client-analytics/stats": MEMBER,
+    "GET /api/client-analytics/history": MEMBER,
+    "GET /api/client-analytics/command-distribution": MEMBER,
+    "GET /api/client-analytics/idle-connections": MEMBER,
+    "GET /api/client-analytics/buffer-anomalies": MEMBER,
+    "GET /api/client-analytics/activity-timeline": MEMBER,
+    "GET /api/client-analytics/spike-detection": MEMBER,
+    "GET /api/metrics/clients": MEMBER,
+    "GET /api/metrics/clients/{id}": MEMBER,
+    "GET /api/metrics/latency/latest": MEMBER,
+    "GET /api/metrics/latency/history/{eventName}": MEMBER,
+    "GET /api/metrics/latency/histogram": MEMBER,
+    "GET /api/metrics/latency/doctor": MEMBER,
+    "GET /api/metrics/memory/stats": MEMBER,
+    "GET /api/metrics/memory/doctor": MEMBER,
+    "GET /api/metrics/role": MEMBER,
+    "GET /api/metrics/cluster/info": MEMBER,
+    "GET /api/metrics/cluster/nodes": MEMBER,
+    "GET /api/metrics/cluster/slot-stats": MEMBER,
+    "GET /api/metrics/cluster/node-stats": MEMBER,
+    "GET /api/metrics/cluster/slowlog": MEMBER,
+    "GET /api/metrics/cluster/commandlog": MEMBER,
+    "GET /api/metrics/cluster/clients": MEMBER,
+    "GET /api/metrics/dbsize": MEMBER,
+    "GET /api/metrics/lastsave": MEMBER,
+    "GET /api/metrics/commandstats/summary": MEMBER,
+    "GET /api/metrics/commandstats/history": MEMBER,
+    "GET /api/latency-analytics/snapshots": MEMBER,
+    "GET /api/latency-analytics/histograms": MEMBER,
+    # configuration can hold credentials (requirepass, masterauth)
+    "GET /api/metrics/config": ADMIN,
+    "GET /api/metrics/config/{parameter}": ADMIN,
+    # --- resets and clean-ups on the instance or the history ---
+    "DELETE /api/metrics/slowlog": ADMIN,
+    "DELETE /api/metrics/commandlog": ADMIN,
+    "DELETE /api/metrics/acl/log": ADMIN,
+    "DELETE /api/metrics/clients": ADMIN,
+    "DELETE /api/metrics/latency": ADMIN,
+    "DELETE /api/client-analytics/cleanup": ADMIN,
+    # --- web UI: pages and fragments are reads; its changes follow the API's rules ---
+    "GET /": MEMBER,
+    "GET /slowlog": MEMBER,
+    "GET /clients": MEMBER,
+    "GET /latency": MEMBER,
+    "GET /memory": MEMBER,
+    "GET /cluster": MEMBER,
+    "GET /audit": MEMBER,
+    "GET /settings": MEMBER,
+    "GET /ui/dashboard/live": MEMBER,
+    "GET /ui/slowlog/log": MEMBER,
+    "GET /ui/clients/live": MEMBER,
+    "GET /ui/clients/timeseries": MEMBER,
+    "GET /ui/cluster/live": MEMBER,
+    "GET /ui/cluster/slots": MEMBER,
+    "GET /ui/audit/trail": MEMBER,
+    "GET /ui/connections/status": MEMBER,
+    "GET /ui/connections": MEMBER,
+    "GET /ui/connections/new": MEMBER,
+    "GET /ui/connections/{connection_id}/edit": MEMBER,
+    "POST /ui/connection": MEMBER,  # picks the connection this browser looks at: a read
+    "POST /ui/connections/test": ADMIN,
+    "POST /ui/connections": ADMIN,
+    "POST /ui/connections/{connection_id}": ADMIN,
+    "POST /ui/connections/{connection_id}/default": ADMIN,
+    "POST /ui/connections/{connection_id}/delete": ADMIN,
+    "POST /ui/license/offline": ADMIN,
+    "POST /ui/license/offline/remove": ADMIN,
+    "POST /ui/license/refresh": ADMIN,
+    "POST /ui/settings": ADMIN,
+    "POST /ui/settings/reset": ADMIN,
+    # --- the catch-alls: a JSON or HTML 404 (or 503 while starting) for any unknown path ---
+    "DELETE /api/{path}": PUBLIC,
+    "GET /api/{path}": PUBLIC,
+    "PATCH /api/{path}": PUBLIC,
+    "POST /api/{path}": PUBLIC,
+    "PUT /api/{path}": PUBLIC,
+    "GET /{path}": PUBLIC,
+}
+
+
+def rule_for(method: str, template: str) -> Access | None:
+    """The access a route needs; None when the table has no line for it."""
+    return RULES.get(f"{method} {template}")

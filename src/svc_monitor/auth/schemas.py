@@ -1,0 +1,161 @@
+"""Request and response bodies of the workspace routes (camelCase, as the rest of the API)."""
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from svc_monitor.auth.models import ActivityEntry, ApiToken, Invitation, User
+from svc_monitor.auth.roles import Role
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RegisterWrite(_Body):
+    email: str = Field(max_length=320)
+    name: str = Field(max_length=200)
+    password: str = Field(max_length=1024)
+
+
+class LoginWrite(_Body):
+    email: str = Field(max_length=1024)
+    password: str = Field(max_length=1024)
+
+
+class AcceptInviteWrite(_Body):
+    token: str = Field(max_length=200)
+    name: str = Field(max_length=200)
+    password: str = Field(max_length=1024)
+
+
+class RoleWrite(_Body):
+    role: Role
+
+
+class TransferWrite(_Body):
+    memberId: str = Field(max_length=64)
+
+
+class InvitationWrite(_Body):
+    email: str = Field(max_length=320)
+    role: Role = Role.MEMBER
+
+
+class TokenWrite(_Body):
+    name: str = Field(max_length=200)
+
+
+class MeRead(BaseModel):
+    """The signed-in user; `workspaceEnabled` false means user control is off."""
+
+    workspaceEnabled: bool
+    signedIn: bool
+    workspaceEmpty: bool = False
+    id: str | None = None
+    email: str | None = None
+    name: str | None = None
+    role: Role | None = None
+
+
+class MemberRead(BaseModel):
+    id: str
+    name: str
+    role: Role
+    email: str | None = Field(None, description="Shown to admins and the owner only")
+    createdAt: int
+
+    @classmethod
+    def of(cls, user: User, *, with_email: bool) -> "MemberRead":
+        return cls(
+            id=user.id,
+            name=user.name,
+            role=user.role,
+            email=user.email if with_email else None,
+            createdAt=user.created_at,
+        )
+
+
+class InvitationRead(BaseModel):
+    id: str
+    email: str
+    role: Role
+    status: str
+    createdAt: int
+    expiresAt: int
+    link: str | None = Field(None, description="The one-time link: in the create answer only")
+
+    @classmethod
+    def of(cls, invitation: Invitation, link: str | None = None) -> "InvitationRead":
+        return cls(
+            id=invitation.id,
+            email=invitation.email,
+            role=invitation.role,
+            status=invitation.status.value,
+            createdAt=invitation.created_at,
+            expiresAt=invitation.expires_at,
+            link=link,
+        )
+
+
+class InvitationPreview(BaseModel):
+    """What the invite page shows before the invitee accepts."""
+
+    email: str
+    role: Role
+    expiresAt: int
+
+
+class TokenRead(BaseModel):
+    id: str
+    name: str
+    prefix: str
+    createdAt: int
+    lastUsedAt: int | None
+    revokedAt: int | None
+    token: str | None = Field(None, description="The secret: in the create answer only")
+
+    @classmethod
+    def of(cls, token: ApiToken, secret: str | None = None) -> "TokenRead":
+        return cls(
+            id=token.id,
+            name=token.name,
+            prefix=token.prefix,
+            createdAt=token.created_at,
+            lastUsedAt=token.last_used_at,
+            revokedAt=token.revoked_at,
+            token=secret,
+        )
+
+
+class ActivityRead(BaseModel):
+    id: int
+    at: int
+    actorId: str | None
+    actorName: str | None
+    action: str
+    sourceIp: str | None
+    connectionId: str | None
+    route: str | None
+    status: int | None
+    objectId: str | None
+    details: dict[str, object]
+
+    @classmethod
+    def of(cls, entry: ActivityEntry) -> "ActivityRead":
+        return cls(
+            id=entry.id,
+            at=entry.at,
+            actorId=entry.actor_id,
+            actorName=entry.actor_name,
+            action=entry.action,
+            sourceIp=entry.source_ip,
+            connectionId=entry.connection_id,
+            route=entry.route,
+            status=entry.status,
+            objectId=entry.object_id,
+            details=entry.details,
+        )
+
+
+class ActivityPage(BaseModel):
+    entries: list[ActivityRead]
+    nextCursor: str | None = Field(None, description="Pass as `cursor` for the next page")
