@@ -54,6 +54,7 @@ def serve(settings: Settings, *, embedded_valkey: bool) -> None:
     import uvicorn
 
     from svc_monitor.app import StartupError, create_app, preflight
+    from svc_monitor.console.limits import WS_MAX_MESSAGE_BYTES
     from svc_monitor.embedded import EmbeddedValkey, EmbeddedValkeyError
 
     try:
@@ -92,7 +93,10 @@ def serve(settings: Settings, *, embedded_valkey: bool) -> None:
             access_log=False,
             server_header=False,
             lifespan="on",
-            ws="none",  # no WebSocket route yet; "auto" would import a WebSocket library
+            # The browser CLI and MONITOR tail; the sans-I/O protocol of the websockets
+            # library (uvicorn's legacy one is deprecated).
+            ws="websockets-sansio",
+            ws_max_size=WS_MAX_MESSAGE_BYTES,
         )
         logger.info(
             "svc-monitor %s on http://%s:%d", __version__, settings.BIND_HOST, settings.PORT
