@@ -5,4 +5,5 @@ pytest_plugins = [
     "tests.fixtures.browser",
     "tests.fixtures.licensing",
     "tests.fixtures.workspace",
+    "tests.fixtures.broker",
 ]

@@ -20,9 +20,11 @@ from fastapi.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute
 
 from svc_monitor import __version__
-from svc_monitor.auth.access import authorize, install_access
+from svc_monitor.auth.access import PageRefused, authorize, install_access
 from svc_monitor.auth.activity import ActivityLog
 from svc_monitor.auth.api import router as auth_router
+from svc_monitor.auth.broker import BrokerService
+from svc_monitor.auth.broker_api import router as broker_router
 from svc_monitor.auth.service import AuthService
 from svc_monitor.auth.store import AuthStore
 from svc_monitor.config import Settings, StorageType
@@ -53,7 +55,7 @@ from svc_monitor.storage.database import Database
 from svc_monitor.system.api import router as system_router
 from svc_monitor.system.service import HealthService
 from svc_monitor.system.version_check import VersionService
-from svc_monitor.web.assets import mount_static, plain_page
+from svc_monitor.web.assets import mount_static, plain_page, refused_page
 from svc_monitor.web.docs import mount_docs
 from svc_monitor.webhooks.api import router as webhooks_router
 
@@ -86,6 +88,7 @@ def build_services(settings: Settings, *, clock: Callable[[], float] = time.time
     metrics = MetricsService(MetricsStore(db), settings)
     auth_store = AuthStore(db)
     activity = ActivityLog(auth_store, retention_days=settings.ACTIVITY_RETENTION_DAYS, clock=clock)
+    auth = AuthService(settings, auth_store, activity, clock=clock)
     live_state = LiveState()
     observer = Observer(live_state, metrics)
     instance_health = InstanceHealth(bus)
@@ -109,7 +112,8 @@ def build_services(settings: Settings, *, clock: Callable[[], float] = time.time
         health=HealthService(db, connections),
         versions=VersionService(settings, air_gapped=lambda: license.air_gapped),
         license=license,
-        auth=AuthService(settings, auth_store, activity, clock=clock),
+        auth=auth,
+        broker=BrokerService(settings, auth, clock=clock),
         telemetry=UsageTelemetry(settings, license),
         metrics=metrics,
         live_state=live_state,
@@ -145,6 +149,7 @@ def create_app(
         background = [
             asyncio.create_task(services.license.run(), name="licence-checks"),
             asyncio.create_task(services.auth.run_housekeeping(), name="workspace-housekeeping"),
+            asyncio.create_task(services.auth.revocations.run_sync(), name="session-revocations"),
             asyncio.create_task(services.telemetry.run(), name="usage-telemetry"),
             asyncio.create_task(services.versions.run(), name="version-check"),
             asyncio.create_task(_check_connections(services), name="first-check"),
@@ -187,9 +192,11 @@ def create_app(
     app.state.ui_installed = False
     install_error_handlers(app)
     install_access(app)
+    app.add_exception_handler(PageRefused, _page_refused)
     app.include_router(system_router)  # /health and /version at the root,
     app.include_router(system_router, prefix="/api")  # and under /api like everything else
     app.include_router(auth_router, prefix="/api")
+    app.include_router(broker_router, prefix="/api")
     app.include_router(connections_router, prefix="/api")
     app.include_router(settings_router, prefix="/api")
     app.include_router(metrics_router, prefix="/api")
@@ -205,6 +212,11 @@ def create_app(
     )
     app.add_api_route(UI_CATCH_ALL, _ui_catch_all, methods=["GET"], include_in_schema=False)
     return app
+
+
+async def _page_refused(_: Request, exc: Exception) -> Response:
+    assert isinstance(exc, PageRefused)
+    return refused_page(exc.message)
 
 
 async def _starting(request: Request) -> JSONResponse:
@@ -251,6 +263,9 @@ async def _install_features(
         _install_ui(app)
     services.supervisor.add_kinds(kinds)
     app.state.feature_tasks.append(asyncio.create_task(features.retention.run(), name="retention"))
+    # Marks captures a dead process left running as failed; cancelled at shutdown, it stops
+    # the running ones (their rows say "stopped") before storage closes.
+    app.state.feature_tasks.append(asyncio.create_task(features.monitor.run(), name="monitor"))
 
 
 def _install_ui(app: FastAPI) -> None:

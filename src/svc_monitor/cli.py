@@ -55,6 +55,7 @@ def serve(settings: Settings, *, embedded_valkey: bool) -> None:
 
     from svc_monitor.app import StartupError, create_app, preflight
     from svc_monitor.console.limits import WS_MAX_MESSAGE_BYTES
+    from svc_monitor.console.socket_protocol import LAZY_WS
     from svc_monitor.embedded import EmbeddedValkey, EmbeddedValkeyError
 
     try:
@@ -93,9 +94,8 @@ def serve(settings: Settings, *, embedded_valkey: bool) -> None:
             access_log=False,
             server_header=False,
             lifespan="on",
-            # The browser CLI and MONITOR tail; the sans-I/O protocol of the websockets
-            # library (uvicorn's legacy one is deprecated).
-            ws="websockets-sansio",
+            # The browser CLI and MONITOR tail, loaded on the first socket.
+            ws=LAZY_WS,
             ws_max_size=WS_MAX_MESSAGE_BYTES,
         )
         logger.info(

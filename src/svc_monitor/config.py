@@ -23,9 +23,11 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from svc_monitor.auth.broker_keys import BrokerKeyError, load_broker_key
+
 logger = logging.getLogger(__name__)
 
-_MIN_SECRET_LENGTH = {"ENCRYPTION_KEY": 16, "AUTH_SECRET": 32}
+_MIN_SECRET_LENGTH = {"ENCRYPTION_KEY": 16, "AUTH_SECRET": 32, "PROMETHEUS_BEARER_TOKEN": 16}
 
 PositiveMs = Annotated[int, Field(ge=1)]
 Port = Annotated[int, Field(ge=1, le=65535)]
@@ -157,6 +159,8 @@ class Settings(BaseSettings):
     OTEL_METRICS_EXPORT_MODE: ExportMode = ExportMode.MIRROR
     METRICS_EXPORT_PROFILE: Literal["full", "minimal"] = "full"
     PROMETHEUS_STALENESS_MS: PositiveMs = 300000
+    # Set: /api/prometheus/metrics wants it (Prometheus's `authorization` block sends it).
+    PROMETHEUS_BEARER_TOKEN: SecretStr | None = None
 
     @field_validator("OTEL_METRICS_EXPORT_MODE", mode="before")
     @classmethod
@@ -188,6 +192,7 @@ class Settings(BaseSettings):
         "AUTH_SECRET",
         "AUTH_PUBLIC_URL",
         "OTEL_INGEST_TOKEN",
+        "PROMETHEUS_BEARER_TOKEN",
         "OTEL_EXPORTER_OTLP_ENDPOINT",
         "LOCAL_RETENTION_DAYS",
         mode="before",
@@ -197,12 +202,24 @@ class Settings(BaseSettings):
         # `FOO=` in a compose file means "not set", not "set to the empty string".
         return None if isinstance(value, str) and value.strip() == "" else value
 
-    @field_validator("ENCRYPTION_KEY", "AUTH_SECRET")
+    @field_validator("ENCRYPTION_KEY", "AUTH_SECRET", "PROMETHEUS_BEARER_TOKEN")
     @classmethod
     def _long_enough(cls, value: SecretStr | None, info: ValidationInfo) -> SecretStr | None:
         minimum = _MIN_SECRET_LENGTH[str(info.field_name)]
         if value is not None and len(value.get_secret_value()) < minimum:
             raise ValueError(f"must be at least {minimum} characters")
+        return value
+
+    @field_validator("AUTH_BROKER_PUBLIC_KEY")
+    @classmethod
+    def _usable_broker_key(cls, value: str | None) -> str | None:
+        # Checked here so a bad key stops startup with one line, not the first sign-in.
+        if value is None or not value.strip():
+            return None
+        try:
+            load_broker_key(value)
+        except BrokerKeyError as exc:
+            raise ValueError(str(exc)) from None
         return value
 
     @model_validator(mode="after")

@@ -38,6 +38,8 @@ class AppError(Exception):
         # More members of the error body, for clients that act on them (a locked feature
         # names the feature and tiers); plain facts, never secrets.
         self.extra: dict[str, Any] = {}
+        # Response headers the answer needs (Retry-After, WWW-Authenticate).
+        self.headers: dict[str, str] | None = None
 
 
 class Unauthorized(AppError):
@@ -132,7 +134,7 @@ async def _app_error(_: Request, exc: Exception) -> JSONResponse:
     # The same shape as a schema 422: the names of the fields at fault, as a list.
     extra = {"fields": [exc.field]} if exc.field else {}
     body = error_body(exc.status_code, exc.message, **exc.extra, **extra)
-    return JSONResponse(body, exc.status_code, headers=getattr(exc, "headers", None))
+    return JSONResponse(body, exc.status_code, headers=exc.headers)
 
 
 async def _http_error(_: Request, exc: Exception) -> JSONResponse:

@@ -18,6 +18,11 @@ from svc_monitor.commandstats import store as commandstats_store
 from svc_monitor.commandstats.api import router as commandstats_router
 from svc_monitor.commandstats.service import CommandstatsService
 from svc_monitor.config import StorageType
+from svc_monitor.console.cli.api import router as cli_router
+from svc_monitor.console.cli.service import CliService
+from svc_monitor.console.monitor import store as monitor_store
+from svc_monitor.console.monitor.api import router as monitor_router
+from svc_monitor.console.monitor.service import MonitorService
 from svc_monitor.latency import store as latency_store
 from svc_monitor.latency.api import router as latency_router
 from svc_monitor.latency.service import LatencyService
@@ -31,6 +36,7 @@ from svc_monitor.polling.commandstats_poll import CommandstatsPoller
 from svc_monitor.polling.latency_poll import LatencyPoller
 from svc_monitor.polling.log_polls import LogPoller
 from svc_monitor.polling.models import PollKind
+from svc_monitor.prometheus.api import router as prometheus_router
 from svc_monitor.services import Features, Services
 from svc_monitor.slowlog import store as slowlog_store
 from svc_monitor.slowlog.api import router as slowlog_router
@@ -45,6 +51,9 @@ ROUTERS: tuple[APIRouter, ...] = (
     commandstats_router,
     latency_router,
     cluster_router,
+    cli_router,
+    monitor_router,
+    prometheus_router,
 )
 
 
@@ -74,6 +83,15 @@ def build_features(services: Services) -> tuple[Features, list[PollKind]]:
         commandstats=commandstats,
         latency=latency,
         clusters=clusters,
+        cli=CliService(
+            services.settings,
+            auth=services.auth,
+            connections=connections,
+            live=services.live,
+        ),
+        monitor=MonitorService(
+            monitor_store.MonitorStore(db), connections, services.live, services.settings
+        ),
         retention=_retention(services),
     )
     return features, kinds
@@ -94,6 +112,7 @@ def _retention(services: Services) -> HistoryRetention:
             *slowlog_store.HISTORY_TABLES,
             *audit_store.HISTORY_TABLES,
             *latency_store.HISTORY_TABLES,
+            *monitor_store.HISTORY_TABLES,
         ],
         sample_tables=sample_tables,
         retention_days=settings.LOCAL_RETENTION_DAYS,

@@ -21,6 +21,7 @@ from svc_monitor.storage.database import Database
 
 if TYPE_CHECKING:
     from svc_monitor.audit.service import AuditService
+    from svc_monitor.auth.broker import BrokerService
     from svc_monitor.auth.service import AuthService
     from svc_monitor.client_analytics.service import ClientAnalyticsService
     from svc_monitor.cluster.service import ClusterService
@@ -28,6 +29,8 @@ if TYPE_CHECKING:
     from svc_monitor.connections.live import LiveConnections
     from svc_monitor.connections.secrets import SecretBox
     from svc_monitor.connections.service import ConnectionService
+    from svc_monitor.console.cli.service import CliService
+    from svc_monitor.console.monitor.service import MonitorService
     from svc_monitor.events import EventBus
     from svc_monitor.latency.service import LatencyService
     from svc_monitor.licensing.service import LicenseService
@@ -61,6 +64,7 @@ class Services:
     versions: "VersionService"
     license: "LicenseService"
     auth: "AuthService"
+    broker: "BrokerService"  # third-party sign-in (auth/broker.py)
     telemetry: "UsageTelemetry"
     metrics: "MetricsService"
     live_state: "LiveState"
@@ -80,6 +84,8 @@ class Features:
     commandstats: "CommandstatsService"
     latency: "LatencyService"
     clusters: "ClusterService"
+    cli: "CliService"  # the browser CLI's sessions (console/cli/)
+    monitor: "MonitorService"  # MONITOR captures (console/monitor/)
     retention: "HistoryRetention"
 
 

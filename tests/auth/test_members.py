@@ -1,7 +1,10 @@
 """Members and roles: who sees what, role changes, removal and ownership transfer."""
 
+import asyncio
+import time
 from pathlib import Path
 
+from svc_monitor.auth.revocations import SYNC_EVERY_S
 from tests.fixtures.licensing import FakeClock
 from tests.fixtures.servers import RunningServer
 from tests.fixtures.workspace import (
@@ -66,7 +69,7 @@ class TestMembers:
         assert "role" in to_owner.json()["fields"]
 
     async def test_removed_member_is_refused_at_once(self, workspace: Workspace):
-        mia = await workspace.join("Mia")
+        mia = await workspace.join("Mia", role="admin")  # admins make tokens; members cannot
         token = (await mia.client.post("/api/tokens", json={"name": "laptop"})).json()["token"]
         assert (await mia.client.get("/api/connections")).status_code == 200
         removed = await workspace.owner.client.delete(f"/api/workspace/members/{mia.id}")
@@ -135,3 +138,37 @@ class TestTwoReplicas:
             clock.advance(seconds=31)
             assert (await on_second.get("/api/workspace/activity")).status_code == 403
             assert (await on_second.get("/api/connections")).status_code == 200  # still a member
+
+    async def test_a_removal_or_sign_out_reaches_the_other_replica_in_seconds(
+        self, valkey_server: RunningServer, tmp_path: Path
+    ):
+        """Within revocations.SYNC_EVERY_S, long before the cookie's 30 s recheck."""
+        shared = {
+            "STORAGE_TYPE": "sqlite",
+            "STORAGE_SQLITE_FILEPATH": str(tmp_path / "shared.db"),
+            "AUTH_SECRET": "s" * 40,
+        }
+        async with (
+            open_workspace(workspace_settings(valkey_server, **shared)) as first,
+            open_workspace(workspace_settings(valkey_server, **shared), claim=False) as second,
+        ):
+            mia = await first.join("Mia")
+            ada = await first.join("Ada", role="admin")
+            mia_there, ada_there = second.browser(), second.browser()
+            mia_there.cookies.update(dict(mia.client.cookies))
+            ada_there.cookies.update(dict(ada.client.cookies))
+            assert (await mia_there.get("/api/connections")).status_code == 200
+            assert (await ada_there.get("/api/connections")).status_code == 200
+
+            removed = await first.owner.client.delete(f"/api/workspace/members/{mia.id}")
+            assert removed.status_code == 204
+            assert (await ada.client.post("/api/auth/logout")).status_code == 204
+            deadline = time.monotonic() + 3 * SYNC_EVERY_S
+            while time.monotonic() < deadline:
+                answers = [
+                    (await c.get("/api/connections")).status_code for c in (mia_there, ada_there)
+                ]
+                if answers == [401, 401]:
+                    break
+                await asyncio.sleep(0.1)
+            assert answers == [401, 401]

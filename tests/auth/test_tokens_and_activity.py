@@ -30,12 +30,24 @@ class TestApiTokens:
         assert revoked.status_code == 204
         assert (await script.get("/api/connections")).status_code == 401
 
-    async def test_a_members_token_is_a_member(self, workspace: Workspace):
-        mia = await workspace.join("Mia")
-        secret = (await mia.client.post("/api/tokens", json={"name": "t"})).json()["token"]
+    async def test_a_token_acts_with_its_users_current_role(self, workspace: Workspace):
+        ada = await workspace.join("Ada", role="admin")
+        secret = (await ada.client.post("/api/tokens", json={"name": "t"})).json()["token"]
         script = workspace.browser(Authorization=f"Bearer {secret}")
+        assert (await script.get("/api/workspace/activity")).status_code == 200
+        demoted = await workspace.owner.client.put(
+            f"/api/workspace/members/{ada.id}", json={"role": "member"}
+        )
+        assert demoted.status_code == 200
         assert (await script.get("/api/metrics/info")).status_code == 200
+        assert (await script.get("/api/workspace/activity")).status_code == 403
         assert (await script.delete("/api/metrics/slowlog")).status_code == 403
+
+    async def test_members_cannot_make_tokens(self, workspace: Workspace):
+        mia = await workspace.join("Mia")
+        refused = await mia.client.post("/api/tokens", json={"name": "t"})
+        assert refused.status_code == 403
+        assert (await mia.client.get("/api/tokens")).json() == []
 
     async def test_bad_bearer_tokens_are_nobody(self, workspace: Workspace):
         for value in ("Bearer svc_pat_wrong", "Bearer ", "Basic b3duZXI6cGFzcw==", "svc_pat_x"):
@@ -43,7 +55,7 @@ class TestApiTokens:
             assert (await client.get("/api/connections")).status_code == 401, value
 
     async def test_nobody_revokes_someone_elses_token(self, workspace: Workspace):
-        mia = await workspace.join("Mia")
+        mia = await workspace.join("Mia", role="admin")
         token_id = (await mia.client.post("/api/tokens", json={"name": "t"})).json()["id"]
         response = await workspace.owner.client.delete(f"/api/tokens/{token_id}")
         assert response.status_code == 404

@@ -6,6 +6,7 @@ port 9 on 127.0.0.1, where nothing listens.
 
 import asyncio
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -22,7 +23,9 @@ from typing import Any
 import httpx
 import psutil
 import pytest
+import websockets
 from playwright.async_api import expect
+from websockets.typing import Origin
 
 from svc_monitor.config import Settings
 from tests.fixtures.app import LOOPBACK_NOWHERE, free_port, fresh_data_dir
@@ -160,11 +163,17 @@ class TestNewcomer:
     async def test_make_run_shows_the_embedded_valkeys_dashboard_with_moving_charts(
         self, start_service: StartService, open_page: PageFactory
     ) -> None:
-        """What `make run` starts: the dashboard answers at once and its charts fill in."""
+        """What `make run` starts: the claim page first (user control is on by default),
+        then the dashboard, whose charts fill in."""
         service = start_service("serve", "--embedded-valkey", env=service_env())
         health = await asyncio.to_thread(service.wait_healthy)
         version = health["database"]["version"]
         async with open_page(f"http://{HOST}:{service.port}/") as page:
+            await expect(page).to_have_url(re.compile(r"/register$"))
+            await page.fill('input[name="name"]', "New Comer")
+            await page.fill('input[name="email"]', "new@example.com")
+            await page.fill('input[name="password"]', "a good long password")
+            await page.click('[data-action="claim"]')
             await expect(page.locator('[data-metric="version"] .card-value')).to_have_text(version)
             chart = page.locator('[data-chart][data-series="opsPerSec"]')
             await expect(chart.locator("canvas")).to_have_count(1)
@@ -231,6 +240,31 @@ class TestServe:
         assert database["port"] == redis7_server.port
         assert database["capabilities"]["hasCommandLog"] is False
         assert "embedded valkey" not in service.log.lower()
+
+    async def test_serves_the_cli_socket_and_refuses_a_foreign_one(
+        self, start_service: StartService, valkey_server: RunningServer
+    ) -> None:
+        """The WebSocket protocol is loaded on the first socket (console/socket_protocol.py)."""
+        env = service_env(
+            DB_HOST=valkey_server.host, DB_PORT=str(valkey_server.port), WORKSPACE_DISABLED="true"
+        )
+        service = start_service("serve", env=env)
+        await asyncio.to_thread(service.wait_healthy)
+        url = f"ws://{HOST}:{service.port}/api/cli/ws"
+        origin = f"http://{HOST}:{service.port}"
+        async with httpx.AsyncClient(base_url=origin) as client:
+            for _ in range(100):  # the CLI arrives with the features, just after health
+                if (await client.get("/api/metrics/slowlog/length")).status_code != 503:
+                    break
+                await asyncio.sleep(0.1)
+        async with websockets.connect(url, origin=Origin(origin)) as socket_:
+            await socket_.send(json.dumps({"type": "execute", "command": "PING"}))
+            reply = json.loads(await socket_.recv())
+        assert (reply["type"], reply["result"]) == ("result", "PONG")
+        with pytest.raises(websockets.InvalidStatus) as foreign:
+            async with websockets.connect(url, origin=Origin("http://evil.example")):
+                pass
+        assert foreign.value.response.status_code == 403
 
 
 class TestBadEnvironment:

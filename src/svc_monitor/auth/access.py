@@ -9,6 +9,7 @@ Two pieces, both installed once by the app for every route it will ever have:
   PATCH or DELETE in the activity log (not 401/403 refusals).
 """
 
+import hmac
 import json
 import logging
 from dataclasses import dataclass
@@ -17,13 +18,15 @@ from urllib.parse import quote
 
 from fastapi import FastAPI, Request, WebSocketException, status
 from fastapi.responses import RedirectResponse, Response
+from pydantic import SecretStr
 from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from svc_monitor.auth.models import Principal, Via
 from svc_monitor.auth.origin import client_ip, same_origin
-from svc_monitor.auth.roles import MUTATIONS, rule_for
+from svc_monitor.auth.roles import MUTATIONS, Access, rule_for
 from svc_monitor.auth.service import AuthService
+from svc_monitor.config import Settings
 from svc_monitor.errors import Forbidden, Unauthorized
 
 logger = logging.getLogger(__name__)
@@ -32,7 +35,9 @@ SCOPE_KEY = "svc.access"
 CONNECTION_HEADER = "x-connection-id"
 _CREATED_BODY_LIMIT = 64 * 1024
 # Their own events (auth.login, auth.logout) say more than the request would.
-_NOT_RECORDED_PREFIX = "/api/auth/"
+_NOT_RECORDED_PREFIXES = ("/api/auth/", "/ui/account/")
+# Changes only which connection this browser looks at (a cookie), nothing on the server.
+_NOT_RECORDED = frozenset({"POST /ui/connection"})
 
 
 @dataclass(slots=True)
@@ -52,6 +57,15 @@ class SignInFirst(Exception):
     def __init__(self, location: str) -> None:
         super().__init__(location)
         self.location = location
+
+
+class PageRefused(Exception):
+    """A page the signed-in user's role may not open: an HTML answer, not JSON (app.py
+    renders it with the UI's plain page)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
 
 
 def route_template(scope: Scope) -> str | None:
@@ -85,7 +99,14 @@ async def authorize(connection: HTTPConnection) -> None:
     if access is None:  # deny by default; tests/auth/test_route_rules.py keeps this unused
         logger.error("no access rule for %s %s", method, template)
         _refuse(is_socket, Forbidden("No access rule covers this route"))
+    if access is Access.SCRAPE and _scraper(connection, settings.PROMETHEUS_BEARER_TOKEN):
+        return
     if not auth.enabled:
+        if access is Access.SCRAPE:  # a token is set, and this is not it
+            raise _scrape_refusal()
+        # Nobody signs in, but another site's page must still not drive this one (a
+        # socket to the CLI, a form posted at an install on the operator's network).
+        _check_origin(connection, settings, method=method, is_socket=is_socket)
         return
     identified = await auth.identify(
         connection.cookies.get(auth.cookies.name), connection.headers.get("authorization")
@@ -94,36 +115,78 @@ async def authorize(connection: HTTPConnection) -> None:
     facts.refreshed_cookie = identified.refreshed_cookie
     facts.clear_cookie = identified.clear_cookie
     principal = identified.principal
-    if method in MUTATIONS or is_socket:
-        carries_cookie = auth.cookies.name in connection.cookies
-        by_token = principal is not None and principal.via is Via.TOKEN
-        provenance = "origin" in connection.headers or "referer" in connection.headers
-        if (
-            not by_token
-            and (carries_cookie or is_socket or provenance)
-            and not same_origin(connection, settings)
-        ):
-            _refuse(is_socket, Forbidden("Cross-origin request refused"))
+    if principal is None or principal.via is not Via.TOKEN:  # a script's token: no browser
+        _check_origin(
+            connection,
+            settings,
+            method=method,
+            is_socket=is_socket,
+            carries_cookie=auth.cookies.name in connection.cookies,
+        )
     needed = access.role if access is not None else None
     if needed is None:
         return
+    # A browser opening a page is sent to sign in, or shown why not; scripts, fetches
+    # and htmx requests get the 401/403 (the page's script shows the latter's message).
+    browsing = (
+        method == "GET"
+        and not is_socket
+        and not template.startswith("/api/")
+        and "text/html" in connection.headers.get("accept", "")
+        and connection.headers.get("hx-request") != "true"
+    )
     if principal is None:
-        # A browser opening a page goes to sign in; scripts and fetches get the 401.
-        browsing = method == "GET" and "text/html" in connection.headers.get("accept", "")
         htmx = connection.headers.get("hx-request") == "true"
         if not is_socket and not template.startswith("/api/") and (browsing or htmx):
             empty = await auth.workspace_empty()
             raise SignInFirst("/register" if empty else _login_location(connection))
+        if access is Access.SCRAPE:
+            raise _scrape_refusal()
         _refuse(is_socket, Unauthorized("Sign in to use svc-monitor"))
     assert principal is not None
     if not principal.role.at_least(needed):
-        _refuse(
-            is_socket,
-            Forbidden(
-                f"Not allowed: this needs the {needed.value} role, and you are "
-                f"{_article(principal.role.value)} {principal.role.value}"
-            ),
+        message = (
+            f"Not allowed: this needs the {needed.value} role, and you are "
+            f"{_article(principal.role.value)} {principal.role.value}"
         )
+        if browsing:
+            raise PageRefused(message)
+        _refuse(is_socket, Forbidden(message))
+
+
+def _check_origin(
+    connection: HTTPConnection,
+    settings: Settings,
+    *,
+    method: str,
+    is_socket: bool,
+    carries_cookie: bool = False,
+) -> None:
+    """Refuse a change or a socket a browser says came from another site.
+
+    Sockets and cookie-carrying changes must prove our origin (browsers send Origin on
+    both); other changes are checked when they name one (a script sends neither)."""
+    if method not in MUTATIONS and not is_socket:
+        return
+    provenance = "origin" in connection.headers or "referer" in connection.headers
+    if (carries_cookie or is_socket or provenance) and not same_origin(connection, settings):
+        _refuse(is_socket, Forbidden("Cross-origin request refused"))
+
+
+def _scraper(connection: HTTPConnection, token: SecretStr | None) -> bool:
+    """Whether a scrape may go on without a user: no token set, or this request sends it."""
+    if token is None:
+        return True
+    scheme, _, credentials = connection.headers.get("authorization", "").partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(
+        credentials.strip().encode(), token.get_secret_value().encode()
+    )
+
+
+def _scrape_refusal() -> Unauthorized:
+    error = Unauthorized("Send Authorization: Bearer <PROMETHEUS_BEARER_TOKEN> to scrape")
+    error.headers = {"WWW-Authenticate": 'Bearer realm="svc-monitor"'}
+    return error
 
 
 def principal_of(connection: HTTPConnection) -> Principal | None:
@@ -191,7 +254,8 @@ class AccessMiddleware:
             and facts is not None
             and facts.principal is not None
             and status not in (None, 401, 403)
-            and not facts.template.startswith(_NOT_RECORDED_PREFIX)
+            and not facts.template.startswith(_NOT_RECORDED_PREFIXES)
+            and f"{method} {facts.template}" not in _NOT_RECORDED
         ):
             await _record(scope, facts, method, int(status), seen["body"])
 

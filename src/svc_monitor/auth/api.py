@@ -58,6 +58,8 @@ def _signed_in_answer(auth: AuthService, signed: SignedIn, status_code: int) -> 
     summary="Claim an empty workspace: the first account becomes owner and is signed in",
 )
 async def register(body: RegisterWrite, request: Request, auth: WorkspaceDep) -> JSONResponse:
+    """Open only while nobody has an account: the account becomes the workspace owner and this
+    answer sets the session cookie. After that, 403: people join by invitation."""
     signed = await auth.register(body.email, body.name, body.password, ip=source_ip_of(request))
     return _signed_in_answer(auth, signed, 201)
 
@@ -69,6 +71,8 @@ async def register(body: RegisterWrite, request: Request, auth: WorkspaceDep) ->
     summary="Sign in with email and password; sets the session cookie",
 )
 async def login(body: LoginWrite, request: Request, auth: WorkspaceDep) -> JSONResponse:
+    """Answers 401 with the same message for an unknown email and a wrong password. Failed
+    attempts are limited per account and per client address (429 with Retry-After)."""
     signed = await auth.login(body.email, body.password, ip=source_ip_of(request))
     return _signed_in_answer(auth, signed, 200)
 
@@ -80,6 +84,7 @@ async def login(body: LoginWrite, request: Request, auth: WorkspaceDep) -> JSONR
     summary="Sign out: ends the session at once and clears the cookie",
 )
 async def logout(request: Request, auth: WorkspaceDep) -> Response:
+    """Ends the session server-side, so a copy of the cookie stops working too."""
     await auth.logout(request.cookies.get(auth.cookies.name), ip=source_ip_of(request))
     response = Response(status_code=204)
     response.headers.append("set-cookie", auth.cookies.clear_cookie_header())
@@ -92,6 +97,8 @@ async def logout(request: Request, auth: WorkspaceDep) -> Response:
     summary="Who is signed in (open: answers signedIn false for nobody)",
 )
 async def me(request: Request, auth: AuthDep) -> MeRead:
+    """Open: `signedIn` false for an anonymous caller, with `workspaceEmpty` true while the
+    workspace can still be claimed; `workspaceEnabled` false when user control is off."""
     if not auth.enabled:
         return MeRead(workspaceEnabled=False, signedIn=False)
     principal = principal_of(request)
@@ -117,6 +124,8 @@ async def me(request: Request, auth: AuthDep) -> MeRead:
     summary="What an invitation link offers, while it is still pending",
 )
 async def preview_invitation(token: str, auth: WorkspaceDep) -> InvitationPreview:
+    """The invite page's preview: the email and role on offer. 404 for a used, revoked,
+    expired or unknown link (one answer that does not say which)."""
     invitation = await auth.pending_invitation(token)
     return InvitationPreview(
         email=invitation.email, role=invitation.role, expiresAt=invitation.expires_at
@@ -133,6 +142,8 @@ async def preview_invitation(token: str, auth: WorkspaceDep) -> InvitationPrevie
 async def accept_invite(
     body: AcceptInviteWrite, request: Request, auth: WorkspaceDep
 ) -> JSONResponse:
+    """Creates the account with the invitation's email and role, marks the invitation
+    accepted (a link works once) and signs the new member in."""
     signed = await auth.accept_invitation(
         body.token, body.name, body.password, ip=source_ip_of(request)
     )
@@ -146,6 +157,7 @@ async def accept_invite(
     summary="The team: names and roles; emails for admins and the owner only",
 )
 async def members(principal: PrincipalDep, auth: WorkspaceDep) -> list[MemberRead]:
+    """Everyone signed in sees names and roles; `email` is filled only for admins and the owner."""
     return [MemberRead.of(u, with_email=principal.is_admin) for u in await auth.members()]
 
 
@@ -158,6 +170,8 @@ async def members(principal: PrincipalDep, auth: WorkspaceDep) -> list[MemberRea
 async def change_role(
     member_id: str, body: RoleWrite, principal: PrincipalDep, auth: WorkspaceDep
 ) -> MemberRead:
+    """`role` is `admin` or `member`; the owner's role changes only by a transfer. Other
+    sessions of that member see the change within 30 seconds."""
     user = await auth.change_role(principal, member_id, body.role)
     return MemberRead.of(user, with_email=True)
 
@@ -169,6 +183,7 @@ async def change_role(
     summary="Remove a member; their sessions and API tokens end at once",
 )
 async def remove_member(member_id: str, principal: PrincipalDep, auth: WorkspaceDep) -> Response:
+    """Their sessions and personal API tokens end at once. The owner cannot be removed."""
     await auth.remove_member(principal, member_id)
     return Response(status_code=204)
 
@@ -180,6 +195,7 @@ async def remove_member(member_id: str, principal: PrincipalDep, auth: Workspace
     summary="Make another member the owner; the previous owner becomes admin",
 )
 async def transfer(body: TransferWrite, principal: PrincipalDep, auth: WorkspaceDep) -> MemberRead:
+    """Owner only: `memberId` becomes the owner and the current owner becomes an admin."""
     user = await auth.transfer_ownership(principal, body.memberId)
     return MemberRead.of(user, with_email=True)
 
@@ -191,6 +207,7 @@ async def transfer(body: TransferWrite, principal: PrincipalDep, auth: Workspace
     summary="Invitations, newest first, with their state (pending, revoked, accepted, expired)",
 )
 async def invitations(_: PrincipalDep, auth: WorkspaceDep) -> list[InvitationRead]:
+    """Every invitation with its state: pending, revoked, accepted or expired (7 days)."""
     return [InvitationRead.of(i) for i in await auth.invitations()]
 
 
@@ -204,6 +221,9 @@ async def invitations(_: PrincipalDep, auth: WorkspaceDep) -> list[InvitationRea
 async def invite(
     body: InvitationWrite, request: Request, principal: PrincipalDep, auth: WorkspaceDep
 ) -> InvitationRead:
+    """`role` is `member` or `admin`. The answer's `link` (`<AUTH_PUBLIC_URL or this origin>/
+    invite/<token>`) is the only time the token is shown; only its SHA-256 is stored. Inviting
+    an email again retires its older pending link."""
     invitation, token = await auth.invite(principal, body.email, body.role)
     link = f"{public_base(request, auth.settings)}/invite/{token}"
     return InvitationRead.of(invitation, link)
@@ -218,6 +238,7 @@ async def invite(
 async def revoke_invitation(
     invitation_id: str, _: PrincipalDep, auth: WorkspaceDep
 ) -> InvitationRead:
+    """409 when the invitation is no longer pending."""
     return InvitationRead.of(await auth.revoke_invitation(invitation_id))
 
 
@@ -239,6 +260,10 @@ async def activity(
     cursor: Annotated[str | None, Query(max_length=20)] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
 ) -> ActivityPage:
+    """Every change by a signed-in user, sign-ins and sign-outs, and browser CLI commands.
+    Filters: `actor` (user id or name), `action` (exact: `auth.login`, `cli.command`,
+    `POST /api/connections`), `from`/`to` (epoch ms); pages of at most 100, continued with
+    `cursor` = the previous page's `nextCursor`. Refused requests (401/403) are not recorded."""
     before = _cursor(cursor)
     entries, next_id = await auth.activity.page(
         actor=actor, action=action, since=from_, until=to, cursor=before, limit=limit
@@ -264,6 +289,7 @@ def _cursor(cursor: str | None) -> int | None:
     summary="Your personal API tokens (secrets are never shown again)",
 )
 async def tokens(principal: PrincipalDep, auth: WorkspaceDep) -> list[TokenRead]:
+    """Name, prefix, creation and last use of each of your tokens; never the secret."""
     return [TokenRead.of(t) for t in await auth.tokens(principal)]
 
 
@@ -275,6 +301,8 @@ async def tokens(principal: PrincipalDep, auth: WorkspaceDep) -> list[TokenRead]
     summary="Create a personal API token: send it as `Authorization: Bearer <token>`",
 )
 async def create_token(body: TokenWrite, principal: PrincipalDep, auth: WorkspaceDep) -> TokenRead:
+    """The answer's `token` is the only time the secret is shown; only its SHA-256 is
+    stored. It acts as you, with your current role, on every API route."""
     token, secret = await auth.create_token(principal, body.name)
     return TokenRead.of(token, secret)
 
@@ -286,5 +314,6 @@ async def create_token(body: TokenWrite, principal: PrincipalDep, auth: Workspac
     summary="Revoke one of your tokens",
 )
 async def revoke_token(token_id: str, principal: PrincipalDep, auth: WorkspaceDep) -> Response:
+    """The token stops working at once."""
     await auth.revoke_token(principal, token_id)
     return Response(status_code=204)

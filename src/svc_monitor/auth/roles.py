@@ -35,15 +35,23 @@ class Access(IntEnum):
     MEMBER = 1  # any signed-in user
     ADMIN = 2
     OWNER = 3
+    # The Prometheus endpoint: open, as exporters are, unless PROMETHEUS_BEARER_TOKEN is
+    # set; then that token (a scraper's) or any signed-in user (a person or their token).
+    SCRAPE = 10
 
     @property
     def role(self) -> Role | None:
-        return {Access.MEMBER: Role.MEMBER, Access.ADMIN: Role.ADMIN, Access.OWNER: Role.OWNER}.get(
-            self
-        )
+        roles = {
+            Access.MEMBER: Role.MEMBER,
+            Access.ADMIN: Role.ADMIN,
+            Access.OWNER: Role.OWNER,
+            Access.SCRAPE: Role.MEMBER,  # when a token is set and the caller is not a scraper
+        }
+        return roles.get(self)
 
 
 PUBLIC, MEMBER, ADMIN, OWNER = Access.PUBLIC, Access.MEMBER, Access.ADMIN, Access.OWNER
+SCRAPE = Access.SCRAPE
 
 # Methods that change something: admin by default in the table below, recorded in the
 # activity log, and checked against the pinned origin.
@@ -53,6 +61,7 @@ RULES: dict[str, Access] = {
     # --- open: container health checks, scrapers, and the ways in ---
     "GET /health": PUBLIC,
     "GET /api/health": PUBLIC,
+    "GET /api/prometheus/metrics": SCRAPE,
     "GET /api": PUBLIC,  # the API's documentation page
     "GET /api/": PUBLIC,
     "POST /api/auth/register": PUBLIC,
@@ -61,6 +70,10 @@ RULES: dict[str, Access] = {
     "POST /api/auth/accept-invite": PUBLIC,
     "GET /api/auth/me": PUBLIC,  # answers who is signed in, or that nobody is
     "GET /api/auth/invitations/{token}": PUBLIC,  # the invite page's preview
+    # --- third-party sign-in through the broker (auth/broker.py): ways in, so open ---
+    "GET /api/auth/broker/providers": PUBLIC,
+    "GET /api/auth/broker/{provider}/start": PUBLIC,
+    "GET /api/auth/broker/callback": PUBLIC,
     # --- system ---
     "GET /version": MEMBER,
     "GET /api/version": MEMBER,
@@ -73,10 +86,11 @@ RULES: dict[str, Access] = {
     "POST /api/workspace/invitations": ADMIN,
     "DELETE /api/workspace/invitations/{invitation_id}": ADMIN,
     "GET /api/workspace/activity": ADMIN,
-    # --- personal API tokens: each user manages their own ---
+    # --- personal API tokens: each user lists their own; making and revoking one is a
+    # change, which the spec's rule 1 keeps from members ---
     "GET /api/tokens": MEMBER,
-    "POST /api/tokens": MEMBER,
-    "DELETE /api/tokens/{token_id}": MEMBER,
+    "POST /api/tokens": ADMIN,
+    "DELETE /api/tokens/{token_id}": ADMIN,
     # --- connections ---
     "GET /api/connections": MEMBER,
     "POST /api/connections": ADMIN,
@@ -185,6 +199,45 @@ RULES: dict[str, Access] = {
     "POST /ui/license/refresh": ADMIN,
     "POST /ui/settings": ADMIN,
     "POST /ui/settings/reset": ADMIN,
+    # --- web UI: the ways in (open, as /api/auth/*), the team, activity and tokens ---
+    "GET /login": PUBLIC,
+    "GET /register": PUBLIC,
+    "GET /invite/{token}": PUBLIC,
+    "POST /ui/account/login": PUBLIC,
+    "POST /ui/account/register": PUBLIC,
+    "POST /ui/account/accept": PUBLIC,
+    "POST /ui/account/logout": PUBLIC,
+    "GET /team": MEMBER,
+    "POST /ui/team/invitations": ADMIN,
+    "POST /ui/team/invitations/{invitation_id}/revoke": ADMIN,
+    "POST /ui/team/members/{member_id}/role": ADMIN,
+    "POST /ui/team/members/{member_id}/remove": ADMIN,
+    "POST /ui/team/transfer": OWNER,
+    "GET /activity": ADMIN,
+    "POST /ui/tokens": ADMIN,
+    "POST /ui/tokens/{token_id}/revoke": ADMIN,
+    # --- browser CLI (console/cli/): any member; the command policy decides what runs ---
+    "WS /api/cli/ws": MEMBER,
+    "GET /cli": MEMBER,
+    # --- MONITOR captures (console/monitor/): members read, tail and export; changes are
+    # an admin's, except the preflight, a read-only POST (spec rule 1) ---
+    "POST /api/monitor/sessions/preflight": MEMBER,
+    "POST /api/monitor/sessions": ADMIN,
+    "GET /api/monitor/sessions": MEMBER,
+    "GET /api/monitor/sessions/{session_id}": MEMBER,
+    "GET /api/monitor/sessions/{session_id}/lines": MEMBER,
+    "GET /api/monitor/sessions/{session_id}/export": MEMBER,
+    "POST /api/monitor/sessions/{session_id}/stop": ADMIN,
+    "DELETE /api/monitor/sessions/{session_id}": ADMIN,
+    "WS /api/monitor/ws": MEMBER,
+    "GET /monitor": MEMBER,
+    "GET /monitor/{session_id}": MEMBER,
+    "GET /ui/monitor/preflight": MEMBER,
+    "GET /ui/monitor/sessions": MEMBER,
+    "GET /ui/monitor/sessions/{session_id}": MEMBER,
+    "POST /ui/monitor/sessions": ADMIN,
+    "POST /ui/monitor/sessions/{session_id}/stop": ADMIN,
+    "POST /ui/monitor/sessions/{session_id}/delete": ADMIN,
     # --- the catch-alls: a JSON or HTML 404 (or 503 while starting) for any unknown path ---
     "DELETE /api/{path}": PUBLIC,
     "GET /api/{path}": PUBLIC,

@@ -8,6 +8,7 @@ calls. The activity log is its own small service (activity.py) that this one fee
 import asyncio
 import hashlib
 import logging
+import re
 import secrets
 import time
 import uuid
@@ -24,6 +25,7 @@ from svc_monitor.auth.models import (
     Via,
 )
 from svc_monitor.auth.passwords import check_new_password, hash_password, password_matches
+from svc_monitor.auth.revocations import Revocations
 from svc_monitor.auth.roles import Role
 from svc_monitor.auth.sessions import (
     RECHECK_AFTER_S,
@@ -48,6 +50,9 @@ WRONG_CREDENTIALS = "Invalid email or password"
 INVALID_INVITATION = "This invitation link is not valid: it may have expired, been used or revoked"
 _TOKEN_CACHE_S = RECHECK_AFTER_S
 HOUSEKEEPING_EVERY_S = 24 * 3600
+# The common form of an address (RFC 5322's dot-atom local part, a dotted domain, or an
+# internationalised one): no quotes, spaces or angle brackets in names shown to others.
+_EMAIL = re.compile(r"[a-z0-9.!#$%&*+/=?^_`{|}~-]+@(?:[\w-]+\.)+[\w-]{2,}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,9 +99,8 @@ class AuthService:
         )
         self.throttle = LoginThrottle(clock)
         self._claimed = False
-        # Ended here, effective at once: a cookie for these is refused before its recheck.
-        self._ended_sessions: set[str] = set()
-        self._ended_users: set[str] = set()
+        # Ended here or on another replica: a cookie for these is refused before its recheck.
+        self.revocations = Revocations(store, shared=store.persistent, clock=clock)
         # user id -> when their role last changed: older cookies are re-checked at once.
         self._changed_at: dict[str, float] = {}
         self._token_cache: dict[str, tuple[Principal, float]] = {}
@@ -151,7 +155,7 @@ class AuthService:
         if session is None:
             return
         await self._store.end_session(session.session_id)
-        self._ended_sessions.add(session.session_id)
+        await self.revocations.end_session(session.session_id, session.user_id)
         await self.activity.record(
             "auth.logout", actor_id=session.user_id, actor_name=session.name, source_ip=ip
         )
@@ -200,14 +204,14 @@ class AuthService:
         session = self.cookies.decode(cookie_value, now=now)
         if session is None:
             return Identified(None, clear_cookie=True)
-        if session.session_id in self._ended_sessions or session.user_id in self._ended_users:
+        if self.revocations.ended(session_id=session.session_id, user_id=session.user_id):
             return Identified(None, clear_cookie=True)
         stale = now - session.checked_at >= RECHECK_AFTER_S
         changed = self._changed_at.get(session.user_id)
         if stale or (changed is not None and changed >= session.checked_at):
             user = await self._store.live_session_user(session.session_id, now=int(now * 1000))
             if user is None:
-                self._ended_sessions.add(session.session_id)
+                self.revocations.forget_session(session.session_id)
                 return Identified(None, clear_cookie=True)
             session = replace(session, name=user.name, role=user.role, checked_at=int(now) + 1)
             principal = _session_principal(session)
@@ -270,11 +274,10 @@ class AuthService:
             raise Forbidden("The owner cannot be removed; transfer ownership first")
         if member.id == actor.user_id:
             raise Forbidden("You cannot remove yourself")
-        sessions = await self._store.session_ids_of(member.id)
         await self._store.remove_user(member.id)
-        # At once, not after the cookie cache: their next request is refused.
-        self._ended_users.add(member.id)
-        self._ended_sessions.update(sessions)
+        # At once, not after the cookie cache: their next request is refused, here and
+        # (within revocations.SYNC_EVERY_S) on every replica.
+        await self.revocations.end_user(member.id)
         self._membership_changed(member.id)
 
     async def transfer_ownership(self, actor: Principal, member_id: str) -> User:
@@ -365,7 +368,35 @@ class AuthService:
     async def pending_invitation_for(self, email: str) -> Invitation | None:
         return await self._store.pending_invitation_for(email.strip().lower(), now=self._now_ms())
 
-    async def claim_verified(self, email: str, name: str, *, ip: str) -> SignedIn:
+    async def accept_verified(
+        self, invitation_id: str, email: str, name: str, *, ip: str, how: str
+    ) -> SignedIn:
+        """Join through a pending invitation for `email`, which the broker proved: the
+        account has no password and signs in only through the broker."""
+        invitation = await self._store.invitation(invitation_id, now=self._now_ms())
+        email = _clean_email(email)
+        if (
+            invitation is None
+            or invitation.status is not InvitationStatus.PENDING
+            or invitation.email != email
+            or await self._store.user_by_email(email) is not None
+        ):
+            raise NotFound(INVALID_INVITATION)
+        user = User(
+            id=uuid.uuid4().hex,
+            email=email,
+            name=_clean_name(name),
+            role=invitation.role,
+            created_at=self._now_ms(),
+        )
+        if not await self._store.accept_invitation(invitation.id, user, now=self._now_ms()):
+            raise NotFound(INVALID_INVITATION)
+        self._claimed = True
+        return await self._sign_in(user, ip=ip, how=how)
+
+    async def claim_verified(
+        self, email: str, name: str, *, ip: str, how: str = "broker"
+    ) -> SignedIn:
         """The broker's empty-workspace claim: owner without a password."""
         user = User(
             id=uuid.uuid4().hex,
@@ -377,7 +408,7 @@ class AuthService:
         if not await self._store.add_first_user(user):
             raise Forbidden("Registration is closed: ask an admin of this workspace to invite you")
         self._claimed = True
-        return await self._sign_in(user, ip=ip, how="broker")
+        return await self._sign_in(user, ip=ip, how=how)
 
     # --- personal API tokens ---
 
@@ -408,7 +439,11 @@ class AuthService:
 
     async def prune(self) -> None:
         await self._store.prune_sessions(now=self._now_ms())
+        await self.revocations.prune()
         await self.activity.prune()
+        oldest = self._clock() - RECHECK_AFTER_S
+        for user_id in [u for u, at in self._changed_at.items() if at < oldest]:
+            del self._changed_at[user_id]
 
     async def run_housekeeping(self) -> None:
         """Drop ended sessions and activity past retention: at startup, then daily."""
@@ -435,8 +470,7 @@ def _digest(secret: str) -> str:
 
 def _clean_email(email: str) -> str:
     email = email.strip().lower()
-    local, at, domain = email.partition("@")
-    if not at or not local or "." not in domain or len(email) > MAX_EMAIL_LENGTH or " " in email:
+    if len(email) > MAX_EMAIL_LENGTH or not _EMAIL.fullmatch(email):
         raise Unprocessable("email must be an email address", field="email")
     return email
 

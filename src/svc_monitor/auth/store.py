@@ -55,6 +55,16 @@ auth_sessions = Table(
     Column("source_ip", String(64), nullable=True),
 )
 
+# Sessions (session_id) and members (user_id) ended, for other replicas to refuse at once.
+auth_revocations = Table(
+    "auth_revocations",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("session_id", String(64), nullable=True),
+    Column("user_id", String(64), nullable=True),
+    Column("at", BigInteger, nullable=False, index=True),
+)
+
 invitations = Table(
     "invitations",
     metadata,
@@ -105,6 +115,11 @@ class AuthStore:
 
     def __init__(self, db: Database) -> None:
         self._db = db
+
+    @property
+    def persistent(self) -> bool:
+        """Whether other processes may share these tables (not memory storage)."""
+        return self._db.persistent
 
     # --- users ---
 
@@ -187,11 +202,25 @@ class AuthStore:
     async def end_session(self, session_id: str) -> None:
         await self._db.execute(delete(auth_sessions).where(auth_sessions.c.id == session_id))
 
-    async def session_ids_of(self, user_id: str) -> list[str]:
-        rows = await self._db.fetch_all(
-            select(auth_sessions.c.id).where(auth_sessions.c.user_id == user_id)
+    async def add_revocation(self, *, session_id: str | None, user_id: str | None, at: int) -> None:
+        await self._db.execute(
+            auth_revocations.insert().values(session_id=session_id, user_id=user_id, at=at)
         )
-        return [str(r.id) for r in rows]
+
+    async def revocations_after(
+        self, last_id: int
+    ) -> list[tuple[int, str | None, str | None, int]]:
+        rows = await self._db.fetch_all(
+            select(auth_revocations)
+            .where(auth_revocations.c.id > last_id)
+            .order_by(auth_revocations.c.id)
+        )
+        return [(int(r.id), r.session_id, r.user_id, int(r.at)) for r in rows]
+
+    async def prune_revocations(self, *, older_than: int) -> int:
+        return await self._db.execute(
+            delete(auth_revocations).where(auth_revocations.c.at < older_than)
+        )
 
     async def prune_sessions(self, *, now: int) -> int:
         return await self._db.execute(

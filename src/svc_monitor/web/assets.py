@@ -4,6 +4,7 @@ Everything is served from the package (installs may be air-gapped); vendor/ keep
 each library under its pinned version with its licence.
 """
 
+from html import escape
 from pathlib import Path
 
 from fastapi import FastAPI
@@ -33,6 +34,18 @@ _PLAIN_PAGE = """<!doctype html>
 <link rel="icon" href="{icon}"><link rel="stylesheet" href="{css}"></head>
 <body class="plain"><main><h1>{title}</h1><p>{text}</p></main></body></html>
 """
+
+
+def refused_page(message: str) -> HTMLResponse:
+    """A page the viewer's role may not open (403), said in words, with a way back."""
+    html = _PLAIN_PAGE.format(
+        refresh="",
+        title="Not allowed",
+        text=f'{escape(message)}. <a href="/">Go to the dashboard</a>.',
+        icon=static_url("favicon.svg"),
+        css=static_url("app.css"),
+    )
+    return HTMLResponse(html, 403, headers={"Cache-Control": "no-store"})
 
 
 def plain_page(*, starting: bool) -> HTMLResponse:

@@ -11,6 +11,7 @@ from svc_monitor.services import Features, FeaturesDep, Services, ServicesDep
 from svc_monitor.web.pages import Page
 from svc_monitor.web.rendering import Templates
 from svc_monitor.web.shell import CONNECTION_COOKIE, Shell, build_shell
+from svc_monitor.web.viewer import Viewer
 
 # Everything the browser loads comes from this service (installs may be air-gapped), and
 # nothing runs that the service did not send: no inline scripts, no eval.
@@ -34,6 +35,7 @@ class Ui:
     features: Features
     templates: Templates
     shell: Shell
+    viewer: Viewer
 
     def page(self, page: Page, template: str, **context: Any) -> HTMLResponse:
         """A whole page in the shell; the page's own template extends base.html."""
@@ -41,7 +43,9 @@ class Ui:
 
     def fragment(self, template: str, *, status_code: int = 200, **context: Any) -> HTMLResponse:
         """A template on its own: what htmx swaps into a page."""
-        body = self.templates.render(template, {"shell": self.shell, **context})
+        body = self.templates.render(
+            template, {"shell": self.shell, "viewer": self.viewer, **context}
+        )
         return HTMLResponse(body, status_code=status_code, headers=UI_HEADERS)
 
 
@@ -57,7 +61,7 @@ async def get_ui(
     templates: Annotated[Templates, Depends(get_templates)],
 ) -> Ui:
     shell = await build_shell(services.connections, request.cookies.get(CONNECTION_COOKIE))
-    return Ui(request, services, features, templates, shell)
+    return Ui(request, services, features, templates, shell, Viewer.of(request))
 
 
 UiDep = Annotated[Ui, Depends(get_ui)]

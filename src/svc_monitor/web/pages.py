@@ -5,6 +5,7 @@ Adding a page: write `routes/<area>.py` with a `PAGE` and a `router`, its templa
 """
 
 from dataclasses import dataclass
+from typing import Literal
 
 
 @dataclass(frozen=True, slots=True)
@@ -14,6 +15,8 @@ class Page:
     title: str
     # False for pages that make sense without any connection (settings).
     needs_connection: bool = True
+    # Who sees it in the navigation (auth/roles.py RULES decides who may open it).
+    audience: Literal["everyone", "members", "admins"] = "everyone"
 
 
 # The charts' time-range picker on every page: key -> (label, window in ms).

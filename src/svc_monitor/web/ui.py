@@ -9,7 +9,10 @@ from svc_monitor import __version__
 from svc_monitor.web.assets import static_url
 from svc_monitor.web.rendering import Templates
 from svc_monitor.web.routes import (
+    account,
+    activity,
     audit,
+    cli,
     clients,
     cluster,
     connections,
@@ -17,15 +20,33 @@ from svc_monitor.web.routes import (
     latency,
     license,
     memory,
+    monitor,
     settings,
     slowlog,
+    team,
+    tokens,
 )
 
-PAGE_MODULES = (dashboard, slowlog, clients, latency, memory, cluster, audit, settings)
+PAGE_MODULES = (
+    dashboard,
+    slowlog,
+    clients,
+    latency,
+    memory,
+    cluster,
+    audit,
+    cli,
+    monitor,
+    team,
+    activity,
+    settings,
+)
 NAV = tuple(module.PAGE for module in PAGE_MODULES)
 ROUTERS: tuple[APIRouter, ...] = (
+    account.router,
     connections.router,
     license.router,
+    tokens.router,
     *(m.router for m in PAGE_MODULES),
 )
 

@@ -22,6 +22,7 @@ from svc_monitor.web.dependencies import FromThisPage, Ui, UiDep
 from svc_monitor.web.forms import parse_form
 from svc_monitor.web.pages import Page
 from svc_monitor.web.routes.license import license_context
+from svc_monitor.web.routes.tokens import tokens_context
 
 PAGE = Page("settings", "/settings", "Settings", needs_connection=False)
 router = APIRouter(include_in_schema=False)
@@ -117,7 +118,12 @@ def validate(values: dict[str, str]) -> RuntimeSettingsUpdate | dict[str, str]:
 @router.get("/settings")
 async def settings_page(ui: UiDep) -> HTMLResponse:
     return ui.page(
-        PAGE, "settings/page.html", form=await _form(ui), fields=FIELDS, **license_context(ui)
+        PAGE,
+        "settings/page.html",
+        form=await _form(ui),
+        fields=FIELDS,
+        **license_context(ui),
+        **await tokens_context(ui),
     )
 
 

@@ -19,6 +19,62 @@
     if (close) close.closest("dialog").close();
   });
 
+  // --- refusals: a 403 (a member asking for an admin's change) or a failure says so ---
+  const toast = (message) => {
+    const box = document.getElementById("toast");
+    if (!box) return;
+    box.replaceChildren();
+    const text = document.createElement("span");
+    text.textContent = message;
+    const close = document.createElement("button");
+    close.type = "button";
+    close.className = "quiet toast-close";
+    close.setAttribute("aria-label", "Dismiss");
+    close.textContent = "✕";
+    close.addEventListener("click", () => { box.hidden = true; });
+    box.append(text, close);
+    box.hidden = false;
+  };
+  document.addEventListener("htmx:responseError", (event) => {
+    const xhr = event.detail.xhr;
+    if (xhr.status === 401) {
+      location.assign("/login?next=" + encodeURIComponent(location.pathname + location.search));
+      return;
+    }
+    let message = xhr.statusText || "The request failed (" + xhr.status + ")";
+    try {
+      const body = JSON.parse(xhr.responseText);
+      if (body && body.message) message = body.message;
+    } catch (_) {
+      // not JSON: keep the status text
+    }
+    toast(message);
+  });
+  document.addEventListener("htmx:sendError", () => {
+    toast("svc-monitor did not answer; check that it is running.");
+  });
+
+  // --- a secret shown once (an invitation link, an API token): copy it ---
+  document.addEventListener("click", async (event) => {
+    const button = event.target.closest("[data-copy]");
+    if (!button) return;
+    const source = document.querySelector(button.dataset.copy);
+    if (!source) return;
+    const text = source.textContent.trim();
+    try {
+      await navigator.clipboard.writeText(text);
+      button.textContent = "Copied";
+    } catch (_) {
+      // No clipboard on a plain-http origin other than localhost: select it for Ctrl+C.
+      const range = document.createRange();
+      range.selectNodeContents(source);
+      const selection = getSelection();
+      selection.removeAllRanges();
+      selection.addRange(range);
+      button.textContent = "Selected: press Ctrl+C";
+    }
+  });
+
   // --- quick connect: a URL or host:port fills the fields it names ---
   document.addEventListener("change", (event) => {
     const input = event.target;

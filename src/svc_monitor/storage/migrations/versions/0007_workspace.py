@@ -1,4 +1,5 @@
-"""The workspace: users, sessions, invitations, personal API tokens and the activity log.
+"""The workspace: users, sessions (and their revocations), invitations, personal API tokens
+and the activity log.
 
 Revision ID: 0007
 Revises: 0006
@@ -35,6 +36,15 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name=op.f("pk_auth_sessions")),
     )
     op.create_index(op.f("ix_auth_sessions_user_id"), "auth_sessions", ["user_id"])
+    op.create_table(
+        "auth_revocations",
+        sa.Column("id", sa.Integer, autoincrement=True, nullable=False),
+        sa.Column("session_id", sa.String(64), nullable=True),
+        sa.Column("user_id", sa.String(64), nullable=True),
+        sa.Column("at", sa.BigInteger, nullable=False),
+        sa.PrimaryKeyConstraint("id", name=op.f("pk_auth_revocations")),
+    )
+    op.create_index(op.f("ix_auth_revocations_at"), "auth_revocations", ["at"])
     op.create_table(
         "invitations",
         sa.Column("id", sa.String(64), nullable=False),
@@ -85,5 +95,12 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    for table in ("activity_log", "api_tokens", "invitations", "auth_sessions", "users"):
+    for table in (
+        "activity_log",
+        "api_tokens",
+        "invitations",
+        "auth_revocations",
+        "auth_sessions",
+        "users",
+    ):
         op.drop_table(table)
