@@ -23,7 +23,7 @@ SESSION_LIFETIME_S = 7 * 24 * 3600  # absolute: a session ends a week after sign
 MAX_COOKIE_CHARS = 1024  # ours are ~200; a longer value is not ours and is not parsed
 COOKIE_NAME = "svc_session"
 SECURE_COOKIE_NAME = "__Host-svc_session"  # browsers accept it only Secure, Path=/, no Domain
-_SALT = "svc-monitor session cookie"
+COOKIE_SALT = "svc-monitor session cookie"
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +38,7 @@ class CookieSession:
 
 class SessionCookies:
     def __init__(self, secret: str, *, secure: bool) -> None:
-        self._serializer = URLSafeTimedSerializer(secret, salt=_SALT)
+        self._serializer = URLSafeTimedSerializer(secret, salt=COOKIE_SALT)
         self.secure = secure
         self.name = SECURE_COOKIE_NAME if secure else COOKIE_NAME
 
