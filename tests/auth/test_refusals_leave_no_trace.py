@@ -18,9 +18,9 @@ from websockets import InvalidStatus
 
 from svc_monitor.app import create_app
 from svc_monitor.auth.sessions import COOKIE_SALT
-from tests.console.cli_team import ServedTeam
 from tests.fixtures.app import serve_app
 from tests.fixtures.licensing import FakeClock
+from tests.fixtures.served_team import ServedTeam
 from tests.fixtures.servers import RunningServer
 from tests.fixtures.workspace import PASSWORD, workspace_settings
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.console.cli_team import Person, ServedTeam, served_team
+from tests.fixtures.served_team import Person, ServedTeam, served_team
 from tests.fixtures.servers import RunningServer
 from tests.fixtures.workspace import workspace_settings
 

@@ -4,8 +4,8 @@ gets the admin policy, from this service's own pages only."""
 import pytest
 from websockets.exceptions import InvalidStatus
 
-from tests.console.cli_team import served_team
 from tests.fixtures.app import make_settings, target_of
+from tests.fixtures.served_team import served_team
 from tests.fixtures.servers import RunningServer
 
 

@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 import pytest
 from websockets.exceptions import ConnectionClosed
 
-from tests.console.cli_team import ServedTeam, served_team
+from tests.fixtures.served_team import ServedTeam, served_team
 from tests.fixtures.servers import RunningServer
 from tests.fixtures.workspace import workspace_settings
 

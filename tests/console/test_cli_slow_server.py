@@ -4,8 +4,8 @@ the socket stays usable, and polling elsewhere is not held up by it."""
 import asyncio
 import time
 
-from tests.console.cli_team import served_team
 from tests.fixtures.app import make_settings, target_of
+from tests.fixtures.served_team import served_team
 from tests.fixtures.servers import ServerFactory
 
 

@@ -10,7 +10,6 @@ import pytest
 from websockets.exceptions import InvalidStatus
 
 from svc_monitor.console.monitor import api as monitor_api, service as monitor_service
-from tests.console.cli_team import ServedTeam, served_team
 from tests.console.monitor_helpers import (
     frames,
     start,
@@ -19,6 +18,7 @@ from tests.console.monitor_helpers import (
     tail_socket,
     traffic_client,
 )
+from tests.fixtures.served_team import ServedTeam, served_team
 from tests.fixtures.servers import RunningServer
 from tests.fixtures.workspace import Workspace, workspace_settings
 

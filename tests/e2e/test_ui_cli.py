@@ -11,9 +11,9 @@ from collections.abc import Iterator
 import pytest
 from playwright.async_api import Page, expect
 
-from tests.console.cli_team import Person, ServedTeam
 from tests.fixtures.app import target_of
 from tests.fixtures.browser import LiveServiceFactory, PageFactory
+from tests.fixtures.served_team import ServedTeam
 from tests.fixtures.servers import RunningServer
 
 pytestmark = pytest.mark.slow
@@ -34,12 +34,6 @@ async def run(page: Page, command: str) -> None:
     await prompt.press("Enter")
 
 
-async def sign_in_as(page: Page, team: ServedTeam, person: Person) -> None:
-    await page.context.add_cookies(
-        [{"name": team.cookie_name, "value": person.cookie, "url": team.url}]
-    )
-
-
 async def test_a_member_reads_a_value_and_is_refused_a_write(
     live_service_factory: LiveServiceFactory,
     open_page: PageFactory,
@@ -55,7 +49,7 @@ async def test_a_member_reads_a_value_and_is_refused_a_write(
             await team.claim()
             member = await team.join("Mia")
             async with open_page("about:blank") as page:
-                await sign_in_as(page, team, member)
+                await team.sign_in_page(page, member)
                 await page.goto(service.url + "/cli")
                 await expect(page.get_by_role("link", name="CLI", exact=True)).to_have_attribute(
                     "aria-current", "page"
@@ -94,7 +88,7 @@ async def test_an_admin_with_unsafe_cli_writes_recalls_history_and_clears_the_sc
             await team.claim()
             admin = await team.join("Ada", role="admin")
             async with open_page("about:blank") as page:
-                await sign_in_as(page, team, admin)
+                await team.sign_in_page(page, admin)
                 await page.goto(service.url + "/cli")
                 await expect(page.locator("[data-cli-mode]")).to_contain_text(
                     "Write and admin commands are enabled"

@@ -10,20 +10,14 @@ import secrets
 from pathlib import Path
 
 import pytest
-from playwright.async_api import Page, expect
+from playwright.async_api import expect
 
-from tests.console.cli_team import Person, ServedTeam
 from tests.fixtures.app import target_of
 from tests.fixtures.browser import LiveServiceFactory, PageFactory
+from tests.fixtures.served_team import ServedTeam
 from tests.fixtures.servers import RunningServer
 
 pytestmark = pytest.mark.slow
-
-
-async def sign_in_as(page: Page, team: ServedTeam, person: Person) -> None:
-    await page.context.add_cookies(
-        [{"name": team.cookie_name, "value": person.cookie, "url": team.url}]
-    )
 
 
 async def test_an_admin_captures_sees_a_line_live_and_exports_it(
@@ -40,7 +34,7 @@ async def test_an_admin_captures_sees_a_line_live_and_exports_it(
             await team.claim()
             admin = await team.join("Ada", role="admin")
             async with open_page("about:blank") as page:
-                await sign_in_as(page, team, admin)
+                await team.sign_in_page(page, admin)
                 await page.goto(service.url + "/monitor")
                 preflight = page.locator("[data-preflight]")
                 await expect(preflight).to_have_attribute("data-allowed", "yes")
@@ -97,7 +91,7 @@ async def test_a_member_follows_but_cannot_start(
             started = await owner.client.post("/api/monitor/sessions", json={"durationMs": 5000})
             assert started.status_code == 201
             async with open_page("about:blank") as page:
-                await sign_in_as(page, team, member)
+                await team.sign_in_page(page, member)
                 await page.goto(service.url + "/monitor")
                 await expect(page.locator('[data-state="admins-only"]')).to_be_visible()
                 await expect(page.get_by_role("button", name="Start capture")).to_have_count(0)

@@ -5,7 +5,11 @@ Each browser context is a different person (its own cookies). Every page fails i
 on a console error, except the refusals a test provokes on purpose (a member's 403).
 """
 
+import contextlib
 import re
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager as AsyncContextManager
+from typing import Any
 
 import httpx
 import pytest
@@ -34,6 +38,29 @@ async def claim(page: Page, *, name: str = "Olive Owner", email: str = "olive@ex
     await expect(page.locator("[data-account] .account-name")).to_have_text(name)
 
 
+OwnerFactory = Callable[..., AsyncContextManager[tuple[LiveService, Page]]]
+
+
+@pytest.fixture
+def signed_in_owner(
+    live_service_factory: LiveServiceFactory, valkey_server: RunningServer, open_page: PageFactory
+) -> OwnerFactory:
+    """`async with signed_in_owner(**settings) as (service, owner)`: a live service with user
+    control on, watching `valkey_server`, claimed through its page by the owner."""
+
+    @contextlib.asynccontextmanager
+    async def start(**settings: Any) -> AsyncIterator[tuple[LiveService, Page]]:
+        values = {**target_of(valkey_server), "WORKSPACE_DISABLED": False, **settings}
+        async with (
+            live_service_factory(**values) as service,
+            open_page(service.url + "/") as owner,
+        ):
+            await claim(owner)
+            yield service, owner
+
+    return start
+
+
 async def invite(page: Page, service: LiveService, email: str, role: str = "member") -> str:
     """The owner (signed in on `page`) invites `email` on the Team page; the link shown."""
     await page.goto(service.url + "/team")
@@ -55,21 +82,10 @@ async def accept(page: Page, name: str) -> None:
 
 class TestJoining:
     async def test_an_invited_member_joins_sees_the_dashboard_and_is_refused_changes(
-        self,
-        live_service_factory: LiveServiceFactory,
-        valkey_server: RunningServer,
-        open_page: PageFactory,
+        self, signed_in_owner: OwnerFactory, open_page: PageFactory, valkey_server: RunningServer
     ):
-        settings = {
-            **target_of(valkey_server),
-            "WORKSPACE_DISABLED": False,
-            "SVC_UNSAFE_CLI": True,  # admins could write; a member still cannot
-        }
-        async with (
-            live_service_factory(**settings) as service,
-            open_page(service.url + "/") as owner,
-        ):
-            await claim(owner)
+        # SVC_UNSAFE_CLI: admins could write in the CLI; a member still cannot.
+        async with signed_in_owner(SVC_UNSAFE_CLI=True) as (service, owner):
             link = await invite(owner, service, "mia@example.com")
             assert link.startswith(service.url + "/invite/")
 
@@ -116,17 +132,9 @@ class TestJoining:
                 assert direct.exists("joined:by") == 0
 
     async def test_a_used_or_altered_link_shows_why_it_does_not_work(
-        self,
-        live_service_factory: LiveServiceFactory,
-        valkey_server: RunningServer,
-        open_page: PageFactory,
+        self, signed_in_owner: OwnerFactory, open_page: PageFactory
     ):
-        settings = {**target_of(valkey_server), "WORKSPACE_DISABLED": False}
-        async with (
-            live_service_factory(**settings) as service,
-            open_page(service.url + "/") as owner,
-        ):
-            await claim(owner)
+        async with signed_in_owner() as (service, owner):
             link = await invite(owner, service, "ivy@example.com")
             async with open_page(link[:-3] + "xyz", expected_errors=("status of 404",)) as page:
                 await expect(page.locator("[data-invite-invalid]")).to_contain_text("not valid")
@@ -134,17 +142,9 @@ class TestJoining:
 
 class TestRolesInThePages:
     async def test_members_see_neither_the_activity_page_nor_admin_actions(
-        self,
-        live_service_factory: LiveServiceFactory,
-        valkey_server: RunningServer,
-        open_page: PageFactory,
+        self, signed_in_owner: OwnerFactory, open_page: PageFactory
     ):
-        settings = {**target_of(valkey_server), "WORKSPACE_DISABLED": False}
-        async with (
-            live_service_factory(**settings) as service,
-            open_page(service.url + "/") as owner,
-        ):
-            await claim(owner)
+        async with signed_in_owner() as (service, owner):
             await expect(owner.locator('[data-nav="activity"]')).to_be_visible()
             link = await invite(owner, service, "mia@example.com")
             async with open_page(link, expected_errors=REFUSALS) as member:
@@ -162,17 +162,9 @@ class TestRolesInThePages:
                 await expect(member.locator("main")).to_contain_text("needs the admin role")
 
     async def test_the_owner_reads_the_activity_log_and_signs_out(
-        self,
-        live_service_factory: LiveServiceFactory,
-        valkey_server: RunningServer,
-        open_page: PageFactory,
+        self, signed_in_owner: OwnerFactory, open_page: PageFactory
     ):
-        settings = {**target_of(valkey_server), "WORKSPACE_DISABLED": False}
-        async with (
-            live_service_factory(**settings) as service,
-            open_page(service.url + "/") as owner,
-        ):
-            await claim(owner)
+        async with signed_in_owner() as (service, owner):
             await invite(owner, service, "mia@example.com")
             await owner.click('[data-nav="activity"]')
             rows = owner.locator("table[data-activity] tbody tr")
@@ -195,17 +187,9 @@ class TestRolesInThePages:
 
 class TestApiTokens:
     async def test_a_token_made_in_settings_is_shown_once_and_works(
-        self,
-        live_service_factory: LiveServiceFactory,
-        valkey_server: RunningServer,
-        open_page: PageFactory,
+        self, signed_in_owner: OwnerFactory, open_page: PageFactory
     ):
-        settings = {**target_of(valkey_server), "WORKSPACE_DISABLED": False}
-        async with (
-            live_service_factory(**settings) as service,
-            open_page(service.url + "/") as owner,
-        ):
-            await claim(owner)
+        async with signed_in_owner() as (service, owner):
             await owner.goto(service.url + "/settings")
             tokens = owner.locator("#api-tokens")
             await tokens.locator('input[name="name"]').fill("grafana")

@@ -48,6 +48,13 @@ def _render(
     return HTMLResponse(body, status_code=status_code, headers=headers or UI_HEADERS)
 
 
+def _refused(templates: Templates, exc: AppError) -> HTMLResponse:
+    """The form's result area: what the service refused, naming the field at fault."""
+    return _render(
+        templates, "account/form_error.html", message=exc.message, field=exc.field or "form"
+    )
+
+
 def _go(location: str, *, cookie_header: str | None = None) -> Response:
     """Send an htmx form's browser on: the page is replaced, not a fragment."""
     response = Response(status_code=204, headers={"HX-Redirect": location})
@@ -92,9 +99,7 @@ async def sign_in(request: Request, auth: AuthDep, templates: TemplatesDep) -> R
             form.get("email", ""), form.get("password", ""), ip=source_ip_of(request)
         )
     except AppError as exc:
-        return _render(
-            templates, "account/form_error.html", message=exc.message, field=exc.field or "form"
-        )
+        return _refused(templates, exc)
     return _signed_in(auth, signed, location)
 
 
@@ -120,9 +125,7 @@ async def claim(request: Request, auth: AuthDep, templates: TemplatesDep) -> Res
             ip=source_ip_of(request),
         )
     except AppError as exc:
-        return _render(
-            templates, "account/form_error.html", message=exc.message, field=exc.field or "form"
-        )
+        return _refused(templates, exc)
     return _signed_in(auth, signed, "/")
 
 
@@ -164,9 +167,7 @@ async def accept(request: Request, auth: AuthDep, templates: TemplatesDep) -> Re
             ip=source_ip_of(request),
         )
     except AppError as exc:
-        return _render(
-            templates, "account/form_error.html", message=exc.message, field=exc.field or "form"
-        )
+        return _refused(templates, exc)
     return _signed_in(auth, signed, "/")
 
 
