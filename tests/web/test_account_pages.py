@@ -161,6 +161,19 @@ class TestTeamPage:
         assert "zed@example.com" in listed.text
         assert "/invite/" not in listed.text
 
+    async def test_the_owner_hands_over_ownership_from_the_page(self, space: Workspace):
+        ada = await space.join("Ada", role="admin")
+        moved = await space.owner.client.post(
+            "/ui/team/transfer", content=f"memberId={ada.id}", headers=HTMX
+        )
+        assert (moved.status_code, moved.headers["hx-refresh"]) == (204, "true")
+        roles = {
+            m["name"]: m["role"] for m in (await ada.client.get("/api/workspace/members")).json()
+        }
+        assert roles == {"Olive Owner": "admin", "Ada": "owner"}
+        page = await space.owner.client.get("/team", headers=HTML)
+        assert 'data-action="transfer"' not in page.text  # an admin now
+
     async def test_names_from_users_are_shown_as_text(self, space: Workspace):
         await space.join("<script>alert(1)</script>", email="x@example.com")
         for path in ("/team", "/activity"):

@@ -123,9 +123,8 @@ async def remove(member_id: str, ui: UiDep) -> HTMLResponse:
 async def transfer(request: Request, ui: UiDep) -> Response:
     form = parse_form(await request.body())
     try:
-        member = await ui.services.auth.transfer_ownership(_actor(ui), form.get("memberId", ""))
+        await ui.services.auth.transfer_ownership(_actor(ui), form.get("memberId", ""))
     except AppError as exc:
         return _panel(ui, await _view(ui, error=exc.message))
     # The page changes shape (this user is an admin now): load it again.
-    del member
     return Response(status_code=204, headers={"HX-Refresh": "true"})
