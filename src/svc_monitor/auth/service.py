@@ -268,7 +268,8 @@ class AuthService:
         self._membership_changed(member.id)
         return replace(member, role=role)
 
-    async def remove_member(self, actor: Principal, member_id: str) -> None:
+    async def remove_member(self, actor: Principal, member_id: str) -> User:
+        """The member, removed: their sessions and tokens end at once."""
         member = await self._member(member_id)
         if member.role is Role.OWNER:
             raise Forbidden("The owner cannot be removed; transfer ownership first")
@@ -279,6 +280,7 @@ class AuthService:
         # (within revocations.SYNC_EVERY_S) on every replica.
         await self.revocations.end_user(member.id)
         self._membership_changed(member.id)
+        return member
 
     async def transfer_ownership(self, actor: Principal, member_id: str) -> User:
         member = await self._member(member_id)
@@ -338,29 +340,14 @@ class AuthService:
             raise NotFound(INVALID_INVITATION)
         return invitation
 
-    async def accept_invitation(
-        self, token: str, name: str, password: str | None, *, ip: str, how: str = "invitation"
-    ) -> SignedIn:
-        """Join with the invitation's email and role, and sign in. `password` None: the
-        identity was proven by the broker and the account signs in only through it."""
+    async def accept_invitation(self, token: str, name: str, password: str, *, ip: str) -> SignedIn:
+        """Join with the invitation's email and role, and sign in."""
         name = _clean_name(name)
-        if password is not None:
-            check_new_password(password)
+        check_new_password(password)
         invitation = await self.pending_invitation(token)
-        if await self._store.user_by_email(invitation.email) is not None:
-            raise NotFound(INVALID_INVITATION)
-        user = User(
-            id=uuid.uuid4().hex,
-            email=invitation.email,
-            name=name,
-            role=invitation.role,
-            created_at=self._now_ms(),
-            password_hash=await hash_password(password) if password is not None else None,
+        return await self._join(
+            invitation, name, await hash_password(password), ip=ip, how="invitation"
         )
-        if not await self._store.accept_invitation(invitation.id, user, now=self._now_ms()):
-            raise NotFound(INVALID_INVITATION)
-        self._claimed = True
-        return await self._sign_in(user, ip=ip, how=how)
 
     async def user_by_email(self, email: str) -> User | None:
         return await self._store.user_by_email(email.strip().lower())
@@ -379,15 +366,24 @@ class AuthService:
             invitation is None
             or invitation.status is not InvitationStatus.PENDING
             or invitation.email != email
-            or await self._store.user_by_email(email) is not None
         ):
+            raise NotFound(INVALID_INVITATION)
+        return await self._join(invitation, _clean_name(name), None, ip=ip, how=how)
+
+    async def _join(
+        self, invitation: Invitation, name: str, password_hash: str | None, *, ip: str, how: str
+    ) -> SignedIn:
+        """The invitee's account, made as the invitation is marked accepted (a link works
+        once), then signed in. `password_hash` None: it signs in through the broker only."""
+        if await self._store.user_by_email(invitation.email) is not None:
             raise NotFound(INVALID_INVITATION)
         user = User(
             id=uuid.uuid4().hex,
-            email=email,
-            name=_clean_name(name),
+            email=invitation.email,
+            name=name,
             role=invitation.role,
             created_at=self._now_ms(),
+            password_hash=password_hash,
         )
         if not await self._store.accept_invitation(invitation.id, user, now=self._now_ms()):
             raise NotFound(INVALID_INVITATION)

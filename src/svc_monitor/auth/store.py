@@ -138,9 +138,6 @@ class AuthStore:
 
         return await self._db.run(claim)
 
-    async def add_user(self, user: User) -> None:
-        await self._db.execute(users.insert().values(**_user_row(user)))
-
     async def user(self, user_id: str) -> User | None:
         row = await self._db.fetch_one(select(users).where(users.c.id == user_id))
         return None if row is None else _user(row)

@@ -94,7 +94,7 @@ class Row:
         if entry.action == "cli.command":
             args = details.get("args")
             shown = " ".join(str(a) for a in args) if isinstance(args, list) else ""
-            count = details.get("argCount", details.get("argc", ""))
+            count = details.get("argCount", "")
             summary = f"{details.get('command', '')} {shown}".strip()
             if not shown and count:
                 summary += f" ({count} arguments, values not recorded)"

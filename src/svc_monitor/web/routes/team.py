@@ -109,14 +109,11 @@ async def change_role(member_id: str, request: Request, ui: UiDep) -> HTMLRespon
 
 @router.post("/ui/team/members/{member_id}/remove", dependencies=[FromThisPage])
 async def remove(member_id: str, ui: UiDep) -> HTMLResponse:
-    auth = ui.services.auth
     try:
-        member = next((m for m in await auth.members() if m.id == member_id), None)
-        await auth.remove_member(_actor(ui), member_id)
+        member = await ui.services.auth.remove_member(_actor(ui), member_id)
     except AppError as exc:
         return _panel(ui, await _view(ui, error=exc.message))
-    name = member.name if member else "The member"
-    return _panel(ui, await _view(ui, message=f"{name} was removed and signed out."))
+    return _panel(ui, await _view(ui, message=f"{member.name} was removed and signed out."))
 
 
 @router.post("/ui/team/transfer", dependencies=[FromThisPage])
