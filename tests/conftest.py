@@ -6,4 +6,5 @@ pytest_plugins = [
     "tests.fixtures.licensing",
     "tests.fixtures.workspace",
     "tests.fixtures.broker",
+    "tests.fixtures.receiver",
 ]

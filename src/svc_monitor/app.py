@@ -9,6 +9,7 @@ then a feature route answers 503 with Retry-After (see `_starting`).
 
 import asyncio
 import contextlib
+import gc
 import importlib
 import logging
 import time
@@ -33,6 +34,7 @@ from svc_monitor.connections.live import LiveConnections
 from svc_monitor.connections.secrets import SecretBox, SecretUndecryptable
 from svc_monitor.connections.service import ConnectionService
 from svc_monitor.connections.store import ConnectionStore
+from svc_monitor.detectors.readings import ReadingsDetector
 from svc_monitor.errors import error_body, install_error_handlers
 from svc_monitor.events import EventBus
 from svc_monitor.licensing.api import router as license_router
@@ -57,7 +59,13 @@ from svc_monitor.system.service import HealthService
 from svc_monitor.system.version_check import VersionService
 from svc_monitor.web.assets import mount_static, plain_page, refused_page
 from svc_monitor.web.docs import mount_docs
+from svc_monitor.webhooks.alerts import AlertStates
 from svc_monitor.webhooks.api import router as webhooks_router
+from svc_monitor.webhooks.dispatcher import WebhookDispatcher
+from svc_monitor.webhooks.sender import Sender
+from svc_monitor.webhooks.service import WebhookService
+from svc_monitor.webhooks.store import WebhookStore
+from svc_monitor.webhooks.worker import DeliveryWorker
 
 logger = logging.getLogger(__name__)
 
@@ -90,7 +98,7 @@ def build_services(settings: Settings, *, clock: Callable[[], float] = time.time
     activity = ActivityLog(auth_store, retention_days=settings.ACTIVITY_RETENTION_DAYS, clock=clock)
     auth = AuthService(settings, auth_store, activity, clock=clock)
     live_state = LiveState()
-    observer = Observer(live_state, metrics)
+    observer = Observer(live_state, metrics, readings=ReadingsDetector(bus))
     instance_health = InstanceHealth(bus)
     supervisor = PollSupervisor(
         connections=connections,
@@ -99,6 +107,23 @@ def build_services(settings: Settings, *, clock: Callable[[], float] = time.time
         bus=bus,
         health=instance_health,
         kinds=[InfoPoller(connections, observer).kind()],
+    )
+    sender = Sender(
+        allow_loopback=not settings.is_production, allow_http=settings.NODE_ENV == "development"
+    )
+    webhook_store = WebhookStore(db, secrets)
+    webhooks = WebhookService(
+        webhook_store, sender, settings=settings, connections=connections, license=license
+    )
+    webhook_worker = DeliveryWorker(
+        webhook_store,
+        sender,
+        webhooks.lookup,
+        cap_history=settings.STORAGE_TYPE is StorageType.MEMORY,
+    )
+    webhooks.on_requeue = webhook_worker.wake
+    webhook_dispatcher = WebhookDispatcher(
+        bus, webhook_worker, webhooks.active, connections, license, AlertStates()
     )
     return Services(
         settings=settings,
@@ -120,6 +145,9 @@ def build_services(settings: Settings, *, clock: Callable[[], float] = time.time
         observer=observer,
         instance_health=instance_health,
         supervisor=supervisor,
+        webhooks=webhooks,
+        webhook_worker=webhook_worker,
+        webhook_dispatcher=webhook_dispatcher,
     )
 
 
@@ -129,6 +157,7 @@ def create_app(
     embedded_valkey_port: int | None = None,
     features_in_background: bool = False,
     ui_on_demand: bool = False,
+    freeze_heap: bool = False,
     clock: Callable[[], float] = time.time,
 ) -> FastAPI:
     """The whole service for these settings; nothing is shared between two apps.
@@ -136,6 +165,11 @@ def create_app(
     With `ui_on_demand` (the command line) the web UI's routes and templates load on
     the first page view: an install that is only scraped or called never holds them.
     `clock` is the wall clock of the licence and of sessions and invitations (tests move it).
+    With `freeze_heap` (the command line) everything alive once the features are loaded
+    is moved out of the garbage collector's sight (`gc.freeze`): the ~1M objects of
+    FastAPI, pydantic and SQLAlchemy were re-scanned by every full collection, a 70 ms
+    pause of the loop (bench/webhooks.py's p99). Not for tests, which build many apps in
+    one process and would never free the frozen ones.
     """
     services = build_services(settings, clock=clock)
 
@@ -155,10 +189,16 @@ def create_app(
             asyncio.create_task(_check_connections(services), name="first-check"),
             asyncio.create_task(services.supervisor.run(), name="poll-supervisor"),
             asyncio.create_task(services.metrics.run_rollups(), name="history-rollups"),
+            asyncio.create_task(services.webhook_worker.run(), name="webhook-deliveries"),
+            asyncio.create_task(services.webhook_dispatcher.run(), name="webhook-dispatch"),
         ]
         features = asyncio.create_task(
             _install_features(
-                app, services, in_thread=features_in_background, with_ui=not ui_on_demand
+                app,
+                services,
+                in_thread=features_in_background,
+                with_ui=not ui_on_demand,
+                freeze_heap=freeze_heap,
             ),
             name="install-features",
         )
@@ -241,7 +281,7 @@ async def _ui_catch_all(request: Request) -> Response:
 
 
 async def _install_features(
-    app: FastAPI, services: Services, *, in_thread: bool, with_ui: bool
+    app: FastAPI, services: Services, *, in_thread: bool, with_ui: bool, freeze_heap: bool
 ) -> None:
     """Import the feature domains, build them, add their polls and routes."""
     name = "svc_monitor.features"
@@ -266,6 +306,9 @@ async def _install_features(
     # Marks captures a dead process left running as failed; cancelled at shutdown, it stops
     # the running ones (their rows say "stopped") before storage closes.
     app.state.feature_tasks.append(asyncio.create_task(features.monitor.run(), name="monitor"))
+    if freeze_heap:
+        gc.collect()
+        gc.freeze()
 
 
 def _install_ui(app: FastAPI) -> None:

@@ -83,6 +83,7 @@ def serve(settings: Settings, *, embedded_valkey: bool) -> None:
             # Answer /health first; the feature routes follow a fraction of a second later.
             features_in_background=True,
             ui_on_demand=True,
+            freeze_heap=True,
         )
         config = uvicorn.Config(
             app,

@@ -92,6 +92,9 @@ class Settings(BaseSettings):
     SLOWLOG_POLL_INTERVAL_MS: Annotated[int, Field(ge=100)] = 10000
     COMMANDSTATS_POLL_INTERVAL_MS: Annotated[int, Field(ge=100)] = 15000
     LATENCY_POLL_INTERVAL_MS: Annotated[int, Field(ge=100)] = 30000
+    # ours (the spec names none): ACL LIST + INFO commandstats per pass for acl.modified and
+    # config.changed; CONFIG GET * only after a CONFIG SET was counted
+    CONFIG_WATCH_INTERVAL_MS: Annotated[int, Field(ge=100)] = 10000
 
     # --- secrets at rest ---
     ENCRYPTION_KEY: SecretStr | None = None

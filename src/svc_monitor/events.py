@@ -76,6 +76,10 @@ class Subscription:
     async def get(self) -> Event:
         return await self._queue.get()
 
+    @property
+    def backlog(self) -> int:
+        return self._queue.qsize()
+
     def pending(self) -> list[Event]:
         """Everything queued now, without waiting."""
         events = []
@@ -105,3 +109,119 @@ class EventBus:
     def publish(self, event: Event) -> None:
         for subscription in self._subscriptions:
             subscription.offer(event)
+
+
+# --- Readings: facts a threshold consumer judges against its own thresholds ---
+# Detectors publish these on every observation; they are not alerts. Webhooks apply each
+# webhook's thresholds and hysteresis (webhooks/alerts.py), so two webhooks with different
+# thresholds see the same reading and decide for themselves.
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryReading(InstanceEvent):
+    """INFO memory: used_memory against maxmemory (0 = no limit) and the eviction policy."""
+
+    used_memory: int
+    maxmemory: int
+    maxmemory_policy: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClientsReading(InstanceEvent):
+    """INFO clients: connected_clients against maxclients, with the automatic spike level.
+
+    `spike_level` is the baseline detector's threshold (detectors/baseline.py) once it has
+    enough samples, else None; a webhook with connectionSpikeCount 0 uses it.
+    """
+
+    connected_clients: int
+    maxclients: int | None
+    baseline: float | None = None
+    spike_level: float | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReplicationReading(InstanceEvent):
+    """How far behind replication is, in seconds, seen from a replica or from its primary."""
+
+    lag_seconds: float
+    master_link_status: str  # "up" / "down" on a replica; "primary" when seen from the primary
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SlowlogLength(InstanceEvent):
+    """SLOWLOG LEN of the instance."""
+
+    length: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LatencyReading(InstanceEvent):
+    """Mean command latency over the last commandstats interval, in milliseconds."""
+
+    latency_ms: float
+    baseline_ms: float | None = None
+    spike_level_ms: float | None = None
+
+
+# --- Occurrences: each one fires on its own, without hysteresis ---
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClusterStateChanged(InstanceEvent):
+    """cluster_state or the count of failed slots changed between two CLUSTER INFO reads."""
+
+    state: str
+    previous_state: str
+    slots_assigned: int
+    slots_failed: int
+    previous_slots_failed: int
+    known_nodes: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AclDenied(InstanceEvent):
+    """A new ACL LOG entry, or a known one whose count grew (reason auth/command/key/channel)."""
+
+    reason: str
+    username: str
+    client_info: str  # addr=host:port of the client, as ACL LOG reports it
+    context: str
+    object: str
+    count: int
+    timestamp_s: int  # when the server last updated the entry (epoch seconds)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AclModified(InstanceEvent):
+    """A user was added or removed, or a user's rules changed (ACL LIST diff)."""
+
+    change_type: str  # user_added | user_removed | permissions_changed
+    affected_user: str
+    modified_by: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConfigChanged(InstanceEvent):
+    """A configuration parameter changed (CONFIG GET diff after a CONFIG SET was seen)."""
+
+    key: str
+    old_value: str
+    new_value: str
+    modified_by: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AnomalyDetected(InstanceEvent):
+    """A metric far from its baseline (z-score); published by the anomaly detector."""
+
+    anomaly_id: str
+    metric_type: str
+    anomaly_type: str  # spike | drop
+    severity: str  # info | warning | critical
+    value: float
+    baseline: float
+    std_dev: float
+    z_score: float
+    threshold: float
+    message: str

@@ -23,6 +23,9 @@ from svc_monitor.console.cli.service import CliService
 from svc_monitor.console.monitor import store as monitor_store
 from svc_monitor.console.monitor.api import router as monitor_router
 from svc_monitor.console.monitor.service import MonitorService
+from svc_monitor.detectors.cluster_state import ClusterStateDetector
+from svc_monitor.detectors.config_watch import ConfigWatch
+from svc_monitor.detectors.latency import LatencyDetector
 from svc_monitor.latency import store as latency_store
 from svc_monitor.latency.api import router as latency_router
 from svc_monitor.latency.service import LatencyService
@@ -42,6 +45,7 @@ from svc_monitor.slowlog import store as slowlog_store
 from svc_monitor.slowlog.api import router as slowlog_router
 from svc_monitor.slowlog.service import SlowlogService
 from svc_monitor.storage.retention import MEMORY_ROW_CAP, HistoryRetention
+from svc_monitor.webhooks import store as webhook_store
 
 ROUTERS: tuple[APIRouter, ...] = (
     slowlog_router,
@@ -66,14 +70,20 @@ def build_features(services: Services) -> tuple[Features, list[PollKind]]:
     client_analytics = ClientAnalyticsService(client_analytics_store.ClientSnapshotStore(db))
     commandstats = CommandstatsService(commandstats_store.CommandstatsStore(db))
     latency = LatencyService(latency_store.LatencyStore(db))
-    clusters = ClusterService(connections, live_state, services.observer)
+    clusters = ClusterService(
+        connections,
+        live_state,
+        services.observer,
+        cluster_state=ClusterStateDetector(services.bus),
+    )
     kinds = [
-        *LogPoller(slowlog_service).kinds(),
-        AuditPoller(audit).kind(),
+        *LogPoller(slowlog_service, bus=services.bus).kinds(),
+        AuditPoller(audit, services.bus).kind(),
         ClientsPoller(client_analytics, live_state).kind(),
-        CommandstatsPoller(commandstats).kind(),
+        CommandstatsPoller(commandstats, latency=LatencyDetector(services.bus)).kind(),
         LatencyPoller(latency).kind(),
         cluster_kind(clusters),
+        ConfigWatch(services.bus, live_state).kind(),
     ]
     features = Features(
         slowlog=slowlog_service,
@@ -113,6 +123,7 @@ def _retention(services: Services) -> HistoryRetention:
             *audit_store.HISTORY_TABLES,
             *latency_store.HISTORY_TABLES,
             *monitor_store.HISTORY_TABLES,
+            *webhook_store.HISTORY_TABLES,
         ],
         sample_tables=sample_tables,
         retention_days=settings.LOCAL_RETENTION_DAYS,

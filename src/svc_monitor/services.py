@@ -46,6 +46,9 @@ if TYPE_CHECKING:
     from svc_monitor.storage.retention import HistoryRetention
     from svc_monitor.system.service import HealthService
     from svc_monitor.system.version_check import VersionService
+    from svc_monitor.webhooks.dispatcher import WebhookDispatcher
+    from svc_monitor.webhooks.service import WebhookService
+    from svc_monitor.webhooks.worker import DeliveryWorker
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +74,9 @@ class Services:
     observer: "Observer"
     instance_health: "InstanceHealth"
     supervisor: "PollSupervisor"
+    webhooks: "WebhookService"
+    webhook_worker: "DeliveryWorker"  # attempts, outcomes and the retry queue
+    webhook_dispatcher: "WebhookDispatcher"  # bus events -> deliveries
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 
 import pytest
 
-from svc_monitor.events import InstanceDown, InstanceEvent, InstanceUp
+from svc_monitor.events import InstanceDown, InstanceUp
 from tests.fixtures.app import AppFactory, RunningApp
 from tests.fixtures.servers import HOST, RunningServer, ServerFactory
 from tests.fixtures.waiting import eventually
@@ -37,7 +37,10 @@ async def fast_app(app_factory: AppFactory) -> AsyncIterator[RunningApp]:
 
 def instance_events(events: Sequence[object], connection_id: str) -> list[type]:
     return [
-        type(e) for e in events if isinstance(e, InstanceEvent) and e.connection_id == connection_id
+        type(e)
+        for e in events
+        # Readings (MemoryReading ...) are instance events too; only up/down count here.
+        if isinstance(e, InstanceUp | InstanceDown) and e.connection_id == connection_id
     ]
 
 

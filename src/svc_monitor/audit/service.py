@@ -28,7 +28,8 @@ class AuditService:
 
     async def record(
         self, connection_id: str, entries: list[AclLogEntry], *, captured_at: int
-    ) -> int:
+    ) -> list[AclLogEntry]:
+        """Keep each entry once; the entries that are new or whose count grew."""
         return await self._store.record(connection_id, entries, captured_at=captured_at)
 
     async def entries(

@@ -13,6 +13,9 @@ updated, never duplicated. Identity of an entry:
   entry matches the newest remaining row of that tuple with a smaller count whose
   last-updated time it could have reached, the server grouping denials at most
   `_GROUPING_MS` apart (so at most that much per extra count). Anything else is new.
+
+`record` answers the occurrences (entries new to the store, or whose count grew), so the
+audit poll publishes each denial once with the same identity rules.
 """
 
 from collections.abc import Sequence
@@ -93,10 +96,13 @@ class AuditStore:
 
     async def record(
         self, connection_id: str, entries: Sequence[AclLogEntry], *, captured_at: int
-    ) -> int:
-        """Insert new entries, update grown ones, all in one transaction; rows written."""
+    ) -> list[AclLogEntry]:
+        """Insert new entries, update grown ones, all in one transaction.
+
+        Returns the occurrences: the entries not stored before and those whose count grew.
+        """
         if not entries:
-            return 0
+            return []
         return await self._db.run(lambda conn: _record(conn, connection_id, entries, captured_at))
 
     async def entries(self, where: AuditFilter, *, limit: int, offset: int) -> Sequence[Row[Any]]:
@@ -135,22 +141,28 @@ class AuditStore:
 
 def _record(
     conn: Connection, connection_id: str, entries: Sequence[AclLogEntry], captured_at: int
-) -> int:
+) -> list[AclLogEntry]:
     rows = [_row(e, captured_at) for e in entries]
-    exact = [r for r in rows if r["entry_id"] is not None]
-    estimated = [r for r in rows if r["entry_id"] is None]
+    exact = [i for i, r in enumerate(rows) if r["entry_id"] is not None]
+    estimated = [i for i, r in enumerate(rows) if r["entry_id"] is None]
+    # Both matchers answer in the order they were given, so the indexes line up.
+    pairs = _match_exact(conn, connection_id, [rows[i] for i in exact]) + _match_estimated(
+        conn, connection_id, [rows[i] for i in estimated]
+    )
     inserts: list[dict[str, Any]] = []
     updates: list[dict[str, Any]] = []
-    for new, old in _match_exact(conn, connection_id, exact) + _match_estimated(
-        conn, connection_id, estimated
-    ):
+    occurred: list[int] = []
+    for index, (new, old) in zip(exact + estimated, pairs, strict=True):
         if old is None:
             inserts.append({**new, "connection_id": connection_id, "captured_at": captured_at})
+            occurred.append(index)
         elif (
             new["count"] != old["count"]
             or new["timestamp_last_updated"] > old["timestamp_last_updated"]
         ):
             updates.append({**new, "row_id": old["id"], "captured_at": captured_at})
+            if new["count"] > old["count"]:
+                occurred.append(index)
     if inserts:
         conn.execute(acl_entries.insert(), inserts)
     if updates:
@@ -167,7 +179,7 @@ def _record(
             ),
             [{k: u[k] for k in _UPDATED} for u in updates],
         )
-    return len(inserts) + len(updates)
+    return [entries[i] for i in sorted(occurred)]  # the server's order, newest first
 
 
 _UPDATED = (

@@ -108,7 +108,17 @@ RULES: dict[str, Access] = {
     "POST /api/license/refresh": ADMIN,
     "PUT /api/license/offline": ADMIN,
     "DELETE /api/license/offline": ADMIN,
+    # --- webhooks ---
     "GET /api/webhooks/allowed-events": MEMBER,
+    "GET /api/webhooks/stats/retry-queue": MEMBER,
+    "POST /api/webhooks/deliveries/{deliveryId}/retry": ADMIN,
+    "GET /api/webhooks": MEMBER,
+    "POST /api/webhooks": ADMIN,
+    "GET /api/webhooks/{id}": MEMBER,
+    "PUT /api/webhooks/{id}": ADMIN,
+    "DELETE /api/webhooks/{id}": ADMIN,
+    "POST /api/webhooks/{id}/test": ADMIN,  # makes the server send a request: not a read
+    "GET /api/webhooks/{id}/deliveries": MEMBER,
     # --- metrics and history (reads) ---
     "GET /api/metrics/info": MEMBER,
     "GET /api/metrics/history": MEMBER,
@@ -216,6 +226,17 @@ RULES: dict[str, Access] = {
     "GET /activity": ADMIN,
     "POST /ui/tokens": ADMIN,
     "POST /ui/tokens/{token_id}/revoke": ADMIN,
+    # --- web UI: webhooks (members read them and their deliveries; changes are an admin's,
+    # the test call too: it makes the server send a request) ---
+    "GET /webhooks": MEMBER,
+    "GET /webhooks/new": MEMBER,
+    "GET /webhooks/{webhook_id}": MEMBER,
+    "GET /ui/webhooks/{webhook_id}/deliveries": MEMBER,
+    "POST /ui/webhooks": ADMIN,
+    "POST /ui/webhooks/{webhook_id}": ADMIN,
+    "POST /ui/webhooks/{webhook_id}/delete": ADMIN,
+    "POST /ui/webhooks/{webhook_id}/test": ADMIN,
+    "POST /ui/webhooks/{webhook_id}/deliveries/{delivery_id}/retry": ADMIN,
     # --- browser CLI (console/cli/): any member; the command policy decides what runs ---
     "WS /api/cli/ws": MEMBER,
     "GET /cli": MEMBER,

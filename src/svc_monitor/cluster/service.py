@@ -4,7 +4,8 @@ A connection to any node of a cluster stands for the whole cluster. Its topology
 read with CLUSTER NODES from the seed (every TOPOLOGY_REFRESH_S, and whenever a node
 fails), so failovers and added or removed nodes show within a poll or two. Each node is
 reached directly with the seed's credentials and TLS settings; its INFO enters the pipe
-as an Observation tagged with the node's host:port.
+as an Observation tagged with the node's host:port. The seed's CLUSTER INFO is read
+every pass for the cluster state detector (detectors/cluster_state.py).
 """
 
 import asyncio
@@ -16,10 +17,11 @@ from typing import Any
 from svc_monitor.cluster.schemas import ClusterClient, ClusterLogEntry, ClusterNodeStats, Role
 from svc_monitor.connections.models import Connection
 from svc_monitor.connections.service import ConnectionService
+from svc_monitor.detectors.cluster_state import ClusterStateDetector
 from svc_monitor.engine.client import CLIENT_NAME, EngineClient
 from svc_monitor.engine.clients import parse_client_list
-from svc_monitor.engine.cluster import ClusterNode, parse_cluster_nodes
-from svc_monitor.engine.errors import EngineError
+from svc_monitor.engine.cluster import ClusterNode, parse_cluster_info, parse_cluster_nodes
+from svc_monitor.engine.errors import EngineError, EngineResponseError
 from svc_monitor.engine.slowlog import parse_log_reply
 from svc_monitor.errors import Conflict
 from svc_monitor.events import now_ms
@@ -46,11 +48,20 @@ class ClusterService:
     """Topology, per-node clients and cluster-wide reads for cluster connections."""
 
     def __init__(
-        self, connections: ConnectionService, live_state: LiveState, observer: Observer
+        self,
+        connections: ConnectionService,
+        live_state: LiveState,
+        observer: Observer,
+        *,
+        cluster_state: ClusterStateDetector | None = None,
     ) -> None:
         self._connections = connections
         self._live_state = live_state
         self._observer = observer
+        self._cluster_state = cluster_state
+        # Connections whose user may not run CLUSTER INFO: not asked again until
+        # forgotten, or every pass would add a refusal to the ACL log we audit.
+        self._cluster_info_refused: set[str] = set()
         self._clusters: dict[str, _Cluster] = {}
         self._clients: dict[tuple[str, str], EngineClient] = {}
 
@@ -70,6 +81,8 @@ class ClusterService:
         if due:
             cluster = await self._refresh(connection, target.client, cluster)
         assert cluster is not None
+        if self._cluster_state is not None and connection.id not in self._cluster_info_refused:
+            await self._read_cluster_info(connection.id, target.client, self._cluster_state)
         seed = _address(connection.host, connection.port)
         others = [n for n in cluster.nodes if n.address != seed and "fail" not in n.flags]
         limit = asyncio.Semaphore(NODE_CONCURRENCY)
@@ -92,6 +105,18 @@ class ClusterService:
                 )
 
         await asyncio.gather(*(poll_node(n) for n in others))
+
+    async def _read_cluster_info(
+        self, connection_id: str, seed: EngineClient, detector: ClusterStateDetector
+    ) -> None:
+        try:
+            reply = await seed.execute("CLUSTER", "INFO")
+        except EngineResponseError as exc:
+            # Refused (NOPERM): no cluster state events, and the nodes are still polled.
+            logger.debug("CLUSTER INFO refused on %s: %s", connection_id, exc.message)
+            self._cluster_info_refused.add(connection_id)
+            return
+        detector.observe(connection_id, parse_cluster_info(reply), at_ms=now_ms())
 
     async def _refresh(
         self, connection: Connection, seed: EngineClient, previous: _Cluster | None
@@ -120,6 +145,9 @@ class ClusterService:
 
     async def forget(self, connection_id: str) -> None:
         self._clusters.pop(connection_id, None)
+        self._cluster_info_refused.discard(connection_id)
+        if self._cluster_state is not None:
+            self._cluster_state.forget(connection_id)
         for key in [k for k in self._clients if k[0] == connection_id]:
             await self._clients.pop(key).close()
 

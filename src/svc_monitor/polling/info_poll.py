@@ -40,7 +40,11 @@ class InfoPoller:
 
     def kind(self) -> PollKind:
         return PollKind(
-            name="info", interval_ms=_info_interval, poll=self.poll, decides_health=True
+            name="info",
+            interval_ms=_info_interval,
+            poll=self.poll,
+            decides_health=True,
+            forget=self._observer.forget,
         )
 
 

@@ -5,6 +5,7 @@ import logging
 from svc_monitor.config import Settings
 from svc_monitor.engine.errors import EngineError, EngineResponseError
 from svc_monitor.engine.slowlog import FETCH_COUNT, LOG_TYPES, parse_log_reply
+from svc_monitor.events import EventBus, SlowlogLength, now_ms
 from svc_monitor.polling.models import PollKind, PollTarget
 from svc_monitor.runtime_settings.schemas import RuntimeSettingsValues
 from svc_monitor.slowlog.service import SlowlogService
@@ -15,8 +16,12 @@ logger = logging.getLogger(__name__)
 class LogPoller:
     """The `slowlog` and `commandlog` poll kinds of every connection."""
 
-    def __init__(self, slowlog: SlowlogService) -> None:
+    def __init__(self, slowlog: SlowlogService, *, bus: EventBus | None = None) -> None:
         self._slowlog = slowlog
+        self._bus = bus
+        # Connections that refused SLOWLOG LEN: not asked again until forgotten, since
+        # each refusal of a NOPERM user would add an entry to the ACL log we audit.
+        self._length_refused: set[str] = set()
 
     async def poll_slowlog(self, target: PollTarget) -> None:
         try:
@@ -25,13 +30,28 @@ class LogPoller:
             # Refused (NOPERM, renamed away on a managed service): nothing to keep, and
             # not the instance being down; the INFO poll decides that.
             logger.debug("SLOWLOG GET refused on %s: %s", target.connection.id, exc.message)
+        else:
+            await self._slowlog.record(
+                target.connection.id,
+                node=target.client.target.address,
+                log_type=None,
+                entries=parse_log_reply(reply),
+            )
+        if self._bus is not None and target.connection.id not in self._length_refused:
+            await self._publish_length(target, self._bus)
+
+    async def _publish_length(self, target: PollTarget, bus: EventBus) -> None:
+        """SLOWLOG LEN for slowlog.threshold; a refusal degrades quietly like GET's."""
+        try:
+            length = await target.client.execute("SLOWLOG", "LEN")
+        except EngineResponseError as exc:
+            logger.debug("SLOWLOG LEN refused on %s: %s", target.connection.id, exc.message)
+            self._length_refused.add(target.connection.id)
             return
-        await self._slowlog.record(
-            target.connection.id,
-            node=target.client.target.address,
-            log_type=None,
-            entries=parse_log_reply(reply),
-        )
+        if isinstance(length, int):
+            bus.publish(
+                SlowlogLength(connection_id=target.connection.id, at_ms=now_ms(), length=length)
+            )
 
     async def poll_commandlog(self, target: PollTarget) -> None:
         identity = target.identity
@@ -57,6 +77,7 @@ class LogPoller:
     async def forget(self, connection_id: str) -> None:
         # Removed or edited: the next poll seeds its high-water marks from storage again.
         self._slowlog.forget(connection_id)
+        self._length_refused.discard(connection_id)
 
     def kinds(self) -> list[PollKind]:
         return [

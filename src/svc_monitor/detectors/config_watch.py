@@ -1,0 +1,288 @@
+"""acl.modified and config.changed: who changed a server's users or configuration.
+
+One pass per connection every CONFIG_WATCH_INTERVAL_MS:
+
+- `ACL LIST`, diffed with the previous pass: an `AclModified` per user added, removed, or
+  whose rule line changed (a new password changes the line too; the line itself, which
+  holds password hashes, is never published).
+- `INFO commandstats`: when the CONFIG SET call count moved, `CONFIG GET *` diffed with the
+  previous snapshot gives a `ConfigChanged` per key. Reading the whole configuration only
+  after a CONFIG SET keeps a quiet server at two cheap commands per pass. Redis 6.2 has no
+  per-subcommand stats: its `cmdstat_config` counts every CONFIG call, our own CONFIG GET
+  included, which is subtracted so our read is not taken for a change on the next pass.
+
+The first pass on a connection takes the baseline and publishes nothing. ACL LIST is not
+asked where the identity has no ACL LOG (Redis < 6, or a monitoring user without ACL
+rights), so our refusal never lands in the log the audit poll reports. A command the server
+refuses anyway (CONFIG renamed away by a managed provider, a user without the right) is
+logged once at debug level and not tried again on that connection until it is re-added or
+edited (`forget`); a passing error (-LOADING, a timeout) reaches the loop and its backoff.
+
+`modified_by` is best effort: the clients of `CLIENT LIST` whose last command was the one
+that makes such a change (`user@ip:port`, several joined by ", "), else "unknown". A client
+that disconnected or ran something else since cannot be told apart from nobody.
+"""
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from svc_monitor.config import Settings
+from svc_monitor.engine.capabilities import EngineIdentity
+from svc_monitor.engine.client import CLIENT_NAME
+from svc_monitor.engine.clients import ClientInfo, parse_client_list
+from svc_monitor.engine.errors import EngineError, EngineResponseError
+from svc_monitor.engine.info import ParsedInfo, parse_version
+from svc_monitor.engine.latency import pairs, text
+from svc_monitor.events import AclModified, ConfigChanged, EventBus
+from svc_monitor.polling.live_state import LiveState
+from svc_monitor.polling.models import PollKind, PollTarget
+from svc_monitor.polling.pressure import pressure_reason
+from svc_monitor.runtime_settings.schemas import RuntimeSettingsValues
+
+logger = logging.getLogger(__name__)
+
+UNKNOWN = "unknown"
+# Shown instead of the value of a parameter that holds a credential.
+MASKED = "***"
+
+# Error replies that mean "this command is not for you here", as opposed to a passing state
+# such as -LOADING or -BUSY, which reaches the loop and is retried after its backoff.
+_REFUSALS = ("unknown command", "unknown subcommand", "noperm", "not allowed", "not supported")
+
+# CLIENT LIST `cmd=` of the commands that make each kind of change. Redis < 7 names only
+# the container command ("config", "acl"), so those match any of its subcommands there.
+_CONFIG_WRITERS = frozenset({"config|set", "config"})
+_ACL_WRITERS = frozenset({"acl|setuser", "acl|deluser", "acl|load", "acl"})
+
+
+def is_secret_parameter(name: str) -> bool:
+    """requirepass, masterauth / primaryauth (Valkey 8), tls-key-file-pass ...: CONFIG GET
+    shows them in clear, and an event must not carry them to a webhook."""
+    return name.endswith(("pass", "auth"))
+
+
+@dataclass(slots=True)
+class _Watch:
+    """What one connection looked like at the last pass."""
+
+    users: dict[str, str] | None = None  # user -> rule line; None until the baseline
+    config: dict[str, str] | None = None
+    config_set_calls: int | None = None  # as counted at the last pass, our own reads added
+    acl_off: bool = False
+    config_off: bool = False
+    clients_off: bool = False
+
+
+class ConfigWatch:
+    """Publishes AclModified and ConfigChanged from ACL LIST and CONFIG GET diffs."""
+
+    def __init__(self, bus: EventBus, live_state: LiveState) -> None:
+        self._bus = bus
+        self._live_state = live_state
+        self._watches: dict[str, _Watch] = {}
+
+    async def poll(self, target: PollTarget) -> None:
+        identity = target.identity
+        if identity is None:
+            return  # not detected yet: whether ACL exists is unknown
+        watch = self._watches.setdefault(target.connection.id, _Watch())
+        by = _Attribution(target, watch, self._live_state)
+        # Each part publishes before the next runs: a failure in the CONFIG part must not
+        # lose user changes the ACL part has already taken into its baseline.
+        for change, user in await self._user_changes(target, identity, watch):
+            self._bus.publish(
+                AclModified(
+                    connection_id=target.connection.id,
+                    change_type=change,
+                    affected_user=user,
+                    modified_by=await by.of(_ACL_WRITERS),
+                )
+            )
+        for key, old, new in await self._config_changes(target, identity, watch):
+            self._bus.publish(
+                ConfigChanged(
+                    connection_id=target.connection.id,
+                    key=key,
+                    old_value=old,
+                    new_value=new,
+                    modified_by=await by.of(_CONFIG_WRITERS),
+                )
+            )
+
+    async def forget(self, connection_id: str) -> None:
+        # Removed or edited (maybe to another server, or given new rights): start over.
+        self._watches.pop(connection_id, None)
+
+    def kind(self) -> PollKind:
+        return PollKind(
+            name="config_watch", interval_ms=_interval, poll=self.poll, forget=self.forget
+        )
+
+    async def _user_changes(
+        self, target: PollTarget, identity: EngineIdentity, watch: _Watch
+    ) -> list[tuple[str, str]]:
+        # Redis < 6 has no ACL, and a user denied ACL LOG is denied ACL LIST too: asking
+        # anyway would put our own refusal in the very log the audit poll reports.
+        if watch.acl_off or not identity.capabilities.has_acl_log:
+            return []
+        connection_id = target.connection.id
+        try:
+            reply = await target.client.execute("ACL", "LIST")
+        except EngineResponseError as exc:
+            if not _refused(exc):
+                raise
+            watch.acl_off = True
+            _stopped(connection_id, "ACL LIST", exc.message)
+            return []
+        users = parse_acl_list(reply)
+        previous, watch.users = watch.users, users
+        return [] if previous is None else diff_users(previous, users)
+
+    async def _config_changes(
+        self, target: PollTarget, identity: EngineIdentity, watch: _Watch
+    ) -> list[tuple[str, str, str]]:
+        if watch.config_off:
+            return []
+        connection_id = target.connection.id
+        try:
+            info = await target.client.info("commandstats")
+            whole_command = _counts_whole_command(identity)
+            calls = config_set_calls(info, whole_command=whole_command)
+            if watch.config is not None and calls == watch.config_set_calls:
+                return []
+            reply = await target.client.execute("CONFIG", "GET", "*")
+        except EngineResponseError as exc:
+            if not _refused(exc):
+                raise
+            watch.config_off = True
+            _stopped(connection_id, "INFO commandstats / CONFIG GET", exc.message)
+            return []
+        # On Redis < 7 our CONFIG GET just added one to the count the next pass reads.
+        watch.config_set_calls = calls + 1 if whole_command else calls
+        config = parse_config(reply)
+        previous, watch.config = watch.config, config
+        return [] if previous is None else diff_config(previous, config)
+
+
+class _Attribution:
+    """Who made this pass's changes: one CLIENT LIST at most, and only when asked."""
+
+    def __init__(self, target: PollTarget, watch: _Watch, live_state: LiveState) -> None:
+        self._target = target
+        self._watch = watch
+        self._live_state = live_state
+        self._clients: list[ClientInfo] | None = None
+
+    async def of(self, writers: frozenset[str]) -> str:
+        if self._clients is None:
+            self._clients = await self._client_list()
+        return modifiers(self._clients, writers)
+
+    async def _client_list(self) -> list[ClientInfo]:
+        connection_id = self._target.connection.id
+        if self._watch.clients_off:
+            return []
+        pressure = pressure_reason(self._live_state, connection_id)
+        if pressure is not None:
+            logger.debug(
+                "%s under pressure (%s): changes left unattributed", connection_id, pressure
+            )
+            return []
+        try:
+            reply = await self._target.client.execute("CLIENT", "LIST")
+        except EngineError as exc:
+            # Broader than elsewhere on purpose: the changes are already in the baseline,
+            # so failing the pass here would lose their events for a name that is a bonus.
+            if isinstance(exc, EngineResponseError) and _refused(exc):
+                self._watch.clients_off = True
+                _stopped(connection_id, "CLIENT LIST", exc.message)
+            else:
+                logger.debug("%s: CLIENT LIST failed (%s)", connection_id, exc.message)
+            return []
+        return parse_client_list(reply if isinstance(reply, bytes | str) else text(reply))
+
+
+# --- pure parts: replies in, facts out ---
+
+
+def parse_acl_list(reply: Any) -> dict[str, str]:
+    """`user <name> <rules...>` lines as name -> rules; other lines are skipped."""
+    users: dict[str, str] = {}
+    for item in reply if isinstance(reply, list) else []:
+        word, _, rest = text(item).partition(" ")
+        name, _, rules = rest.partition(" ")
+        if word == "user" and name:
+            users[name] = rules
+    return users
+
+
+def diff_users(before: dict[str, str], after: dict[str, str]) -> list[tuple[str, str]]:
+    """(change_type, user) for every user added, removed or with other rules."""
+    changes = [("user_added", u) for u in sorted(after.keys() - before.keys())]
+    changes += [("user_removed", u) for u in sorted(before.keys() - after.keys())]
+    changes += [
+        ("permissions_changed", u)
+        for u in sorted(before.keys() & after.keys())
+        if before[u] != after[u]
+    ]
+    return changes
+
+
+def parse_config(reply: Any) -> dict[str, str]:
+    """CONFIG GET as parameter -> value (a RESP3 map or a RESP2 flat list)."""
+    items: Iterable[tuple[Any, Any]] = reply.items() if isinstance(reply, dict) else pairs(reply)
+    return {text(name): text(value) for name, value in items}
+
+
+def diff_config(before: dict[str, str], after: dict[str, str]) -> list[tuple[str, str, str]]:
+    """(key, old, new) per parameter whose value differs; "" for a side where it is absent,
+    and MASKED in place of a credential."""
+    changes = []
+    for key in sorted(before.keys() | after.keys()):
+        old, new = before.get(key, ""), after.get(key, "")
+        if old != new:
+            if is_secret_parameter(key):
+                old, new = MASKED, MASKED
+            changes.append((key, old, new))
+    return changes
+
+
+def config_set_calls(info: ParsedInfo, *, whole_command: bool) -> int:
+    """CONFIG SET calls so far (every CONFIG call when the server counts only whole commands);
+    0 when the server has not counted any yet."""
+    stats = info.get("commandstats", "cmdstat_config" if whole_command else "cmdstat_config|set")
+    calls = stats.get("calls") if isinstance(stats, dict) else None
+    return calls if isinstance(calls, int) else 0
+
+
+def modifiers(clients: Iterable[ClientInfo], writers: frozenset[str]) -> str:
+    """`user@addr` of each client whose last command is one of `writers`, our own aside."""
+    found = [
+        f"{c.user or 'default'}@{c.addr}"
+        for c in clients
+        if c.cmd in writers and c.addr and c.name != CLIENT_NAME
+    ]
+    return ", ".join(found) or UNKNOWN
+
+
+def _counts_whole_command(identity: EngineIdentity) -> bool:
+    # Per-subcommand commandstats (`cmdstat_config|set`) arrived in Redis 7.0; every Valkey has
+    # them (it forked from 7.2).
+    return identity.type == "redis" and parse_version(identity.version) < (7, 0, 0)
+
+
+def _refused(exc: EngineResponseError) -> bool:
+    message = exc.message.lower()
+    return any(marker in message for marker in _REFUSALS)
+
+
+def _stopped(connection_id: str, command: str, why: str) -> None:
+    logger.debug(
+        "%s: %s refused, not watched until the connection changes (%s)", connection_id, command, why
+    )
+
+
+def _interval(_: RuntimeSettingsValues, settings: Settings) -> int:
+    return settings.CONFIG_WATCH_INTERVAL_MS

@@ -1,0 +1,149 @@
+"""From bus events to deliveries: which webhooks want this event, and what each one gets.
+
+For each event: the candidate notifications (catalogue.py), then for every enabled
+webhook whose scope covers the event's connection and which subscribes to the type: the
+tier check (a licence that lapsed stops paid events, even on webhooks saved before), the
+threshold and hysteresis check for measured ones (alerts.py, per webhook), and one
+delivery with its envelope. One event's deliveries are stored together and attempted at
+once (worker.py).
+"""
+
+import json
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from svc_monitor.connections.service import ConnectionService
+from svc_monitor.errors import NotFound
+from svc_monitor.events import ConnectionsChanged, Event, EventBus, InstanceEvent
+from svc_monitor.licensing.service import LicenseService
+from svc_monitor.licensing.tiers import WEBHOOK_EVENT_TIERS
+from svc_monitor.webhooks.alerts import AlertStates
+from svc_monitor.webhooks.catalogue import Measured, candidates
+from svc_monitor.webhooks.models import Delivery, DeliveryStatus, Webhook
+from svc_monitor.webhooks.worker import DeliveryWorker, Job, now_ms
+
+logger = logging.getLogger(__name__)
+
+Instance = dict[str, Any]
+
+
+def envelope(
+    delivery_id: str, event_type: str, at_ms: int, instance: Instance, data: dict[str, Any]
+) -> str:
+    """The request body (spec: id, event, timestamp, instance {host, port}, data)."""
+    body = {
+        "id": delivery_id,
+        "event": event_type,
+        "timestamp": at_ms,
+        "instance": instance,
+        "data": data,
+    }
+    return json.dumps(body, separators=(",", ":"), ensure_ascii=False)
+
+
+class WebhookDispatcher:
+    """Consumes the bus for webhooks."""
+
+    def __init__(
+        self,
+        bus: EventBus,
+        worker: DeliveryWorker,
+        webhooks: Callable[[], Awaitable[list[Webhook]]],
+        connections: ConnectionService,
+        license: LicenseService,
+        alerts: AlertStates,
+    ) -> None:
+        self._subscription = bus.subscribe("webhooks")
+        self._worker = worker
+        self._webhooks = webhooks
+        self._connections = connections
+        self._license = license
+        self.alerts = alerts
+        self._instances: dict[str, Instance] = {}
+        self._handling = False
+
+    @property
+    def idle(self) -> bool:
+        """Every event published so far has been turned into deliveries (or nothing)."""
+        return not self._handling and self._subscription.backlog == 0
+
+    async def run(self) -> None:
+        async for event in self._subscription:
+            self._handling = True
+            try:
+                await self.handle(event)
+            except Exception:  # one bad event must not stop webhooks
+                logger.exception("webhooks could not handle %s", type(event).__name__)
+            finally:
+                self._handling = False
+
+    async def handle(self, event: Event) -> None:
+        if isinstance(event, ConnectionsChanged):
+            self._instances.pop(event.connection_id, None)
+            return
+        if not isinstance(event, InstanceEvent):
+            return
+        found = candidates(event)
+        if not found:
+            return
+        hooks = [w for w in await self._webhooks() if w.enabled and w.covers(event.connection_id)]
+        if not hooks:
+            return
+        tier = self._license.tier
+        jobs: list[Job] = []
+        instance: Instance | None = None
+        for webhook in hooks:
+            for candidate in found:
+                kind = candidate.event_type
+                if kind not in webhook.events or not tier.includes(WEBHOOK_EVENT_TIERS[kind]):
+                    continue
+                if isinstance(candidate, Measured):
+                    level = candidate.level(webhook.thresholds)
+                    if level is None:
+                        continue
+                    key = (webhook.id, event.connection_id, kind)
+                    factor = webhook.alert_config.hysteresisFactor
+                    if not self.alerts.crossed(
+                        key, candidate.value, threshold=level, factor=factor
+                    ):
+                        continue
+                    data = candidate.data(level)
+                else:
+                    data = candidate.data
+                if instance is None:
+                    instance = await self._instance(event.connection_id)
+                jobs.append(_job(webhook, kind, event, instance, data))
+        await self._worker.submit(jobs)
+
+    async def _instance(self, connection_id: str) -> Instance:
+        known = self._instances.get(connection_id)
+        if known is None:
+            try:
+                connection = await self._connections.get(connection_id)
+                known = {"host": connection.host, "port": connection.port}
+            except NotFound:
+                known = {"host": None, "port": None}
+            known["connectionId"] = connection_id
+            self._instances[connection_id] = known
+        return known
+
+
+def _job(
+    webhook: Webhook, kind: str, event: InstanceEvent, instance: Instance, data: dict[str, Any]
+) -> Job:
+    delivery_id = str(uuid.uuid4())
+    payload = envelope(delivery_id, kind, event.at_ms, instance, data)
+    delivery = Delivery(
+        id=delivery_id,
+        webhook_id=webhook.id,
+        event_type=kind,
+        payload=payload,
+        status=DeliveryStatus.PENDING,
+        attempts=0,
+        max_attempts=1 + webhook.retry_policy.maxRetries,
+        created_at=now_ms(),
+        connection_id=event.connection_id,
+    )
+    return Job(webhook, delivery)
