@@ -25,6 +25,7 @@ from svc_monitor.web.routes import (
     slowlog,
     team,
     tokens,
+    webhooks,
 )
 
 PAGE_MODULES = (
@@ -37,6 +38,7 @@ PAGE_MODULES = (
     audit,
     cli,
     monitor,
+    webhooks,
     team,
     activity,
     settings,
