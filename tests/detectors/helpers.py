@@ -1,10 +1,14 @@
 """Watching an app's event bus the way a consumer (the webhook dispatcher) would."""
 
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
+import valkey.asyncio as avalkey
+
+from svc_monitor.engine.clients import parse_client_line
 from svc_monitor.events import Event
 from tests.fixtures.app import RunningApp
+from tests.fixtures.servers import RunningServer
 from tests.fixtures.waiting import eventually
 
 E = TypeVar("E", bound=Event)
@@ -47,3 +51,26 @@ class BusWatcher:
 
         await eventually(seen, within=within)
         return found[0]
+
+
+def person(server: RunningServer, **kw: Any) -> avalkey.Valkey:
+    """A client as a person at a CLI: one connection (so CLIENT INFO names the one the next
+    command uses) and no CLIENT SETINFO, which a limited user would be denied (one more
+    ACL LOG entry)."""
+    return avalkey.Valkey(
+        host=server.host,
+        port=server.port,
+        single_connection_client=True,
+        decode_responses=True,
+        lib_name=None,
+        lib_version=None,
+        **kw,
+    )
+
+
+async def run(conn: avalkey.Valkey, *args: Any) -> Any:
+    return await conn.execute_command(*args)  # type: ignore[no-untyped-call]
+
+
+async def address(conn: avalkey.Valkey) -> str:
+    return parse_client_line(await run(conn, "CLIENT", "INFO"))["addr"]

@@ -12,8 +12,8 @@ import pytest
 import valkey.asyncio as avalkey
 from valkey import exceptions as vx
 
-from svc_monitor.engine.clients import parse_client_line
 from svc_monitor.events import AclDenied, Event, Subscription
+from tests.detectors.helpers import address, person, run
 from tests.fixtures.app import AppFactory, RunningApp
 from tests.fixtures.servers import EngineKind, RunningServer, ServerFactory
 from tests.fixtures.waiting import eventually
@@ -66,28 +66,6 @@ async def watching(app: RunningApp, kind: str, connection_id: str = "env-default
     await eventually(passed)
 
 
-def client(server: RunningServer, **kw: Any) -> avalkey.Valkey:
-    # One connection, so CLIENT INFO names the connection the next command uses; no
-    # CLIENT SETINFO, which a limited user would be denied (one more ACL LOG entry).
-    return avalkey.Valkey(
-        host=server.host,
-        port=server.port,
-        single_connection_client=True,
-        decode_responses=True,
-        lib_name=None,
-        lib_version=None,
-        **kw,
-    )
-
-
-async def run(conn: avalkey.Valkey, *args: Any) -> Any:
-    return await conn.execute_command(*args)  # type: ignore[no-untyped-call]
-
-
-async def address(conn: avalkey.Valkey) -> str:
-    return parse_client_line(await run(conn, "CLIENT", "INFO"))["addr"]
-
-
 async def wrong_password(conn: avalkey.Valkey, username: str = "limited") -> str:
     """AUTH with a bad password on `conn`; the address it came from."""
     addr = await address(conn)
@@ -122,7 +100,7 @@ class TestWrongPassword:
     ):
         events = Events(app)
         await watching(app, "audit")
-        conn = client(server)
+        conn = person(server)
         try:
             first_addr = await wrong_password(conn)
             first = await events.wait_denied(reason="auth", username="limited")
@@ -144,7 +122,7 @@ class TestWrongPassword:
     ):
         events = Events(app)
         await watching(app, "audit")
-        conn = client(server)
+        conn = person(server)
         try:
             await wrong_password(conn)
             await events.wait_denied(reason="auth")
@@ -158,7 +136,7 @@ class TestBaseline:
     async def test_denials_logged_before_the_monitor_started_are_not_announced(
         self, memory_app_factory: AppFactory, server: RunningServer
     ):
-        conn = client(server)
+        conn = person(server)
         try:
             await wrong_password(conn, "ghost")
             async with memory_app_factory(
@@ -184,7 +162,7 @@ class TestDeniedCommandsAndKeys:
     ):
         events = Events(app)
         await watching(app, "audit")
-        conn = client(server, username="limited", password="pw")
+        conn = person(server, username="limited", password="pw")
         try:
             addr = await address(conn)
             with pytest.raises(vx.NoPermissionError):
@@ -212,7 +190,7 @@ class TestStorageBackends:
         ) as app:
             events = Events(app)
             await watching(app, "audit")
-            conn = client(valkey_server)
+            conn = person(valkey_server)
             try:
                 # A user name of this test's own: the shared server's log has other entries.
                 await wrong_password(conn, "backend-check")

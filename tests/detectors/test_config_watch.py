@@ -4,10 +4,9 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
-import valkey.asyncio as avalkey
 
-from svc_monitor.engine.clients import parse_client_line
 from svc_monitor.events import AclModified, ConfigChanged, Event, Subscription
+from tests.detectors.helpers import address, person, run
 from tests.fixtures.app import AppFactory, RunningApp
 from tests.fixtures.servers import EngineKind, RunningServer, ServerFactory
 from tests.fixtures.waiting import eventually
@@ -72,26 +71,6 @@ async def passes(app: RunningApp, n: int, connection_id: str = "env-default") ->
     await eventually(done)
 
 
-def admin(server: RunningServer) -> avalkey.Valkey:
-    # One connection that stays open and idle after its change, as a person at a CLI would.
-    return avalkey.Valkey(
-        host=server.host,
-        port=server.port,
-        single_connection_client=True,
-        decode_responses=True,
-        lib_name=None,
-        lib_version=None,
-    )
-
-
-async def run(conn: avalkey.Valkey, *args: Any) -> Any:
-    return await conn.execute_command(*args)  # type: ignore[no-untyped-call]
-
-
-async def address(conn: avalkey.Valkey) -> str:
-    return parse_client_line(await run(conn, "CLIENT", "INFO"))["addr"]
-
-
 def settings_for(server: RunningServer, **more: Any) -> dict[str, Any]:
     return {"DB_HOST": server.host, "DB_PORT": server.port, **FAST, **more}
 
@@ -117,7 +96,7 @@ class TestConfigChanged:
     ):
         events = Events(app)
         await watching(app)
-        conn = admin(server)
+        conn = person(server)
         try:
             addr = await address(conn)
             await run(conn, "CONFIG", "SET", "maxmemory-policy", "allkeys-lru")
@@ -152,7 +131,7 @@ class TestConfigChanged:
     ):
         events = Events(app)
         await watching(app)
-        conn = admin(server)
+        conn = person(server)
         try:
             # One write: the server runs both before it serves our CLIENT LIST.
             async with conn.pipeline(transaction=False) as pipe:
@@ -168,7 +147,7 @@ class TestConfigChanged:
     async def test_credentials_are_masked(self, app: RunningApp, server: RunningServer):
         events = Events(app)
         await watching(app)
-        conn = admin(server)
+        conn = person(server)
         try:
             await run(conn, "CONFIG", "SET", "masterauth", "hunter2-secret")
             changed = await events.wait(ConfigChanged, key="masterauth")
@@ -179,7 +158,7 @@ class TestConfigChanged:
     async def test_changes_made_before_watching_are_the_baseline(
         self, memory_app_factory: AppFactory, server: RunningServer
     ):
-        conn = admin(server)
+        conn = person(server)
         try:
             await run(conn, "CONFIG", "SET", "maxmemory-policy", "volatile-lru")
             await run(conn, "ACL", "SETUSER", "early", "on", ">pw", "+get")
@@ -201,7 +180,7 @@ class TestAclModified:
     async def test_user_added_changed_and_removed(self, app: RunningApp, server: RunningServer):
         events = Events(app)
         await watching(app)
-        conn = admin(server)
+        conn = person(server)
         try:
             addr = await address(conn)
             await run(conn, "ACL", "SETUSER", "newuser", "on", ">pw", "~*", "+get")
@@ -229,7 +208,7 @@ class TestRefusals:
             async with memory_app_factory(**settings_for(server)) as app:
                 events = Events(app)
                 await watching(app)
-                conn = admin(server)
+                conn = person(server)
                 try:
                     await run(conn, "ACL", "SETUSER", "another", "on", "+get")
                     await events.wait(AclModified, affected_user="another")
@@ -256,7 +235,7 @@ class TestRefusals:
             ) as app:
                 events = Events(app)
                 await watching(app)
-                conn = admin(server)
+                conn = person(server)
                 try:
                     await run(conn, "ACL", "SETUSER", "unseen", "on", "+get")
                     await run(conn, "CONFIG", "SET", "maxmemory-policy", "allkeys-lru")

@@ -6,7 +6,8 @@ will publish it."""
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractAsyncContextManager as AsyncContextManager
 from typing import Any
 
 import pytest
@@ -69,12 +70,22 @@ def enterprise(signing_key: SigningKey) -> dict[str, Any]:
     return {"SVC_OFFLINE_LICENSE": signing_key.mint(tier="enterprise")}
 
 
-@contextlib.asynccontextmanager
-async def watching(
-    factory: AppFactory, server: RunningServer, receiver: Receiver, licence: dict[str, Any]
-) -> AsyncIterator[Watch]:
-    async with factory(DB_HOST=server.host, DB_PORT=server.port, **FAST, **licence) as app:
-        yield Watch(app, receiver)
+Watching = Callable[[RunningServer], AsyncContextManager[Watch]]
+
+
+@pytest.fixture
+def watch(
+    memory_app_factory: AppFactory, receiver: Receiver, enterprise: dict[str, Any]
+) -> Watching:
+    """Watch a server with an enterprise-tier app (every event allowed), fast polls."""
+
+    @contextlib.asynccontextmanager
+    async def watching(server: RunningServer) -> AsyncIterator[Watch]:
+        settings = {"DB_HOST": server.host, "DB_PORT": server.port, **FAST, **enterprise}
+        async with memory_app_factory(**settings) as app:
+            yield Watch(app, receiver)
+
+    return watching
 
 
 @pytest.fixture
@@ -93,11 +104,11 @@ def fresh(server_factory: ServerFactory) -> Iterator[Any]:
             server_factory.stop(server)
 
 
-async def until_polled(watch: Watch) -> None:
+async def until_polled(w: Watch) -> None:
     """The first INFO poll has read the server (readings start from there)."""
     async with asyncio.timeout(10):
         while True:
-            answer = await watch.app.client.get("/api/metrics/info")
+            answer = await w.app.client.get("/api/metrics/info")
             if answer.status_code == 200:
                 return
             await asyncio.sleep(0.05)
@@ -105,19 +116,14 @@ async def until_polled(watch: Watch) -> None:
 
 class TestInstanceHealth:
     async def test_kill_gives_instance_down_and_restart_instance_up(
-        self,
-        memory_app_factory: AppFactory,
-        server_factory: ServerFactory,
-        fresh: Any,
-        receiver: Receiver,
-        enterprise: dict[str, Any],
+        self, server_factory: ServerFactory, fresh: Any, watch: Watching
     ) -> None:
         server = fresh("valkey")
-        async with watching(memory_app_factory, server, receiver, enterprise) as watch:
-            await watch.subscribe(["instance.down", "instance.up"])
-            await until_polled(watch)
+        async with watch(server) as w:
+            await w.subscribe(["instance.down", "instance.up"])
+            await until_polled(w)
             server_factory.stop(server)
-            down = (await watch.delivered("instance.down")).json
+            down = (await w.delivered("instance.down")).json
             assert down["instance"] == {
                 "host": server.host,
                 "port": server.port,
@@ -125,31 +131,27 @@ class TestInstanceHealth:
             }
             assert down["data"]["reason"]
             server_factory.start_again(server)
-            up = (await watch.delivered("instance.up", within=30)).json
+            up = (await w.delivered("instance.up", within=30)).json
         assert up["data"]["reason"] == "recovered"
-        assert [r.event for r in receiver.requests] == ["instance.down", "instance.up"]
+        assert [r.event for r in w.receiver.requests] == ["instance.down", "instance.up"]
 
 
 class TestMemory:
     async def test_filling_a_small_maxmemory_fires_memory_critical_and_compliance(
-        self,
-        memory_app_factory: AppFactory,
-        fresh: Any,
-        receiver: Receiver,
-        enterprise: dict[str, Any],
+        self, fresh: Any, watch: Watching
     ) -> None:
         server = fresh("valkey", config={"maxmemory": "3mb", "maxmemory-policy": "noeviction"})
-        async with watching(memory_app_factory, server, receiver, enterprise) as watch:
-            await watch.subscribe(["memory.critical", "compliance.alert"])
-            await until_polled(watch)
+        async with watch(server) as w:
+            await w.subscribe(["memory.critical", "compliance.alert"])
+            await until_polled(w)
             with (
                 server.client() as conn,
                 contextlib.suppress(valkey.exceptions.ResponseError),  # OOM: full
             ):
                 for n in range(4000):
                     conn.set(f"fill:{n}", "x" * 1000)
-            critical = (await watch.delivered("memory.critical")).json["data"]
-            compliance = (await watch.delivered("compliance.alert")).json["data"]
+            critical = (await w.delivered("memory.critical")).json["data"]
+            compliance = (await w.delivered("compliance.alert")).json["data"]
         assert critical["value"] > 90
         assert critical["threshold"] == 90
         assert critical["maxmemory"] == 3 * 1024 * 1024
@@ -160,25 +162,21 @@ class TestMemory:
 
 class TestClients:
     async def test_many_clients_fire_connection_critical_and_spike(
-        self,
-        memory_app_factory: AppFactory,
-        fresh: Any,
-        receiver: Receiver,
-        enterprise: dict[str, Any],
+        self, fresh: Any, watch: Watching
     ) -> None:
         server = fresh("valkey", config={"maxclients": "20"})
-        async with watching(memory_app_factory, server, receiver, enterprise) as watch:
-            await watch.subscribe(
+        async with watch(server) as w:
+            await w.subscribe(
                 ["connection.critical", "connection.spike"],
                 thresholds={"connectionCriticalPercent": 50, "connectionSpikeCount": 8},
             )
-            await until_polled(watch)
+            await until_polled(w)
             clients = [server.client() for _ in range(12)]
             try:
                 for client in clients:
                     client.ping()
-                critical = (await watch.delivered("connection.critical")).json["data"]
-                spike = (await watch.delivered("connection.spike")).json["data"]
+                critical = (await w.delivered("connection.critical")).json["data"]
+                spike = (await w.delivered("connection.spike")).json["data"]
             finally:
                 for client in clients:
                     client.close()
@@ -190,37 +188,27 @@ class TestClients:
 
 
 class TestAcl:
-    async def test_wrong_password_fires_client_blocked(
-        self,
-        memory_app_factory: AppFactory,
-        fresh: Any,
-        receiver: Receiver,
-        enterprise: dict[str, Any],
-    ) -> None:
+    async def test_wrong_password_fires_client_blocked(self, fresh: Any, watch: Watching) -> None:
         server = fresh("valkey", acl_users=["limited on >right ~* +get"])
-        async with watching(memory_app_factory, server, receiver, enterprise) as watch:
-            await watch.subscribe(["client.blocked"])
-            await until_polled(watch)
+        async with watch(server) as w:
+            await w.subscribe(["client.blocked"])
+            await until_polled(w)
             await asyncio.sleep(0.5)  # the audit poll has taken its first look
             with pytest.raises(valkey.exceptions.AuthenticationError):
                 server.client(username="limited", password="wrong").ping()
-            data = (await watch.delivered("client.blocked")).json["data"]
+            data = (await w.delivered("client.blocked")).json["data"]
         assert data["reason"] == "auth"
         assert data["username"] == "limited"
         assert data["clientInfo"].startswith("127.0.0.1:")
         assert data["count"] == 1
 
     async def test_denied_command_fires_acl_violation_and_audit_violation(
-        self,
-        memory_app_factory: AppFactory,
-        fresh: Any,
-        receiver: Receiver,
-        enterprise: dict[str, Any],
+        self, fresh: Any, watch: Watching
     ) -> None:
         server = fresh("valkey", acl_users=["limited on >right ~* +get"])
-        async with watching(memory_app_factory, server, receiver, enterprise) as watch:
-            await watch.subscribe(["acl.violation", "audit.policy.violation"])
-            await until_polled(watch)
+        async with watch(server) as w:
+            await w.subscribe(["acl.violation", "audit.policy.violation"])
+            await until_polled(w)
             await asyncio.sleep(0.5)
             with (
                 # No CLIENT SETINFO on connect: that would be a denial of its own.
@@ -230,8 +218,8 @@ class TestAcl:
                 pytest.raises(valkey.exceptions.NoPermissionError),
             ):
                 conn.set("k", "v")
-            violation = (await watch.delivered("acl.violation")).json["data"]
-            audit = (await watch.delivered("audit.policy.violation")).json["data"]
+            violation = (await w.delivered("acl.violation")).json["data"]
+            audit = (await w.delivered("audit.policy.violation")).json["data"]
         assert violation["username"] == "limited"
         assert violation["reason"] == "command"
         assert violation["command"] == "set"
@@ -239,78 +227,54 @@ class TestAcl:
         assert audit["violatedCommand"] == "set"
         assert audit["count"] == 1
 
-    async def test_acl_setuser_fires_acl_modified(
-        self,
-        memory_app_factory: AppFactory,
-        fresh: Any,
-        receiver: Receiver,
-        enterprise: dict[str, Any],
-    ) -> None:
+    async def test_acl_setuser_fires_acl_modified(self, fresh: Any, watch: Watching) -> None:
         server = fresh("valkey")
-        async with watching(memory_app_factory, server, receiver, enterprise) as watch:
-            await watch.subscribe(["acl.modified"])
-            await until_polled(watch)
+        async with watch(server) as w:
+            await w.subscribe(["acl.modified"])
+            await until_polled(w)
             await asyncio.sleep(0.5)  # the config watch has its baseline
             with server.client() as conn:
                 conn.execute_command("ACL", "SETUSER", "newcomer", "on", ">pw", "~*", "+get")
-            data = (await watch.delivered("acl.modified")).json["data"]
+            data = (await w.delivered("acl.modified")).json["data"]
         assert data["changeType"] == "user_added"
         assert data["affectedUser"] == "newcomer"
 
-    async def test_config_set_fires_config_changed(
-        self,
-        memory_app_factory: AppFactory,
-        fresh: Any,
-        receiver: Receiver,
-        enterprise: dict[str, Any],
-    ) -> None:
+    async def test_config_set_fires_config_changed(self, fresh: Any, watch: Watching) -> None:
         server = fresh("valkey", config={"maxmemory-policy": "noeviction"})
-        async with watching(memory_app_factory, server, receiver, enterprise) as watch:
-            await watch.subscribe(["config.changed"])
-            await until_polled(watch)
+        async with watch(server) as w:
+            await w.subscribe(["config.changed"])
+            await until_polled(w)
             await asyncio.sleep(0.5)
             with server.client() as conn:
                 conn.config_set("maxmemory-policy", "allkeys-lru")
-            data = (await watch.delivered("config.changed")).json["data"]
+            data = (await w.delivered("config.changed")).json["data"]
         assert data["configKey"] == "maxmemory-policy"
         assert (data["oldValue"], data["newValue"]) == ("noeviction", "allkeys-lru")
 
 
 class TestPerformance:
-    async def test_slow_commands_fire_slowlog_threshold(
-        self,
-        memory_app_factory: AppFactory,
-        fresh: Any,
-        receiver: Receiver,
-        enterprise: dict[str, Any],
-    ) -> None:
+    async def test_slow_commands_fire_slowlog_threshold(self, fresh: Any, watch: Watching) -> None:
         server = fresh("valkey", config={"slowlog-log-slower-than": "0"})
-        async with watching(memory_app_factory, server, receiver, enterprise) as watch:
-            await watch.subscribe(["slowlog.threshold"], thresholds={"slowlogCount": 20})
-            await until_polled(watch)
+        async with watch(server) as w:
+            await w.subscribe(["slowlog.threshold"], thresholds={"slowlogCount": 20})
+            await until_polled(w)
             with server.client() as conn:
                 for n in range(40):
                     conn.set(f"k{n}", n)
-            data = (await watch.delivered("slowlog.threshold")).json["data"]
+            data = (await w.delivered("slowlog.threshold")).json["data"]
         assert data["slowlogCount"] > 20
         assert data["threshold"] == 20
 
-    async def test_a_slow_script_fires_latency_spike(
-        self,
-        memory_app_factory: AppFactory,
-        fresh: Any,
-        receiver: Receiver,
-        enterprise: dict[str, Any],
-    ) -> None:
+    async def test_a_slow_script_fires_latency_spike(self, fresh: Any, watch: Watching) -> None:
         server = fresh("valkey")
         busy = "local t = os.clock() while os.clock() - t < 0.2 do end return 1"
-        async with watching(memory_app_factory, server, receiver, enterprise) as watch:
-            await watch.subscribe(["latency.spike"], thresholds={"latencySpikeMs": 5})
-            await until_polled(watch)
+        async with watch(server) as w:
+            await w.subscribe(["latency.spike"], thresholds={"latencySpikeMs": 5})
+            await until_polled(w)
             await asyncio.sleep(0.5)  # commandstats has its first read
             with server.client() as conn:
                 conn.eval(busy, 0)
-            data = (await watch.delivered("latency.spike")).json["data"]
+            data = (await w.delivered("latency.spike")).json["data"]
         assert data["latencyMs"] > 5
         assert data["threshold"] == 5
         assert data["detection"] == "threshold"
@@ -318,21 +282,16 @@ class TestPerformance:
 
 class TestReplication:
     async def test_a_stopped_primary_fires_replication_lag_on_the_replica(
-        self,
-        memory_app_factory: AppFactory,
-        server_factory: ServerFactory,
-        fresh: Any,
-        receiver: Receiver,
-        enterprise: dict[str, Any],
+        self, server_factory: ServerFactory, fresh: Any, watch: Watching
     ) -> None:
         primary = fresh("valkey", config={"repl-ping-replica-period": "1"})
         replica = fresh("valkey", replica_of=primary)
-        async with watching(memory_app_factory, replica, receiver, enterprise) as watch:
-            await watch.subscribe(["replication.lag"], thresholds={"replicationLagSeconds": 2})
-            await until_polled(watch)
+        async with watch(replica) as w:
+            await w.subscribe(["replication.lag"], thresholds={"replicationLagSeconds": 2})
+            await until_polled(w)
             server_factory.pause(primary)
             try:
-                data = (await watch.delivered("replication.lag")).json["data"]
+                data = (await w.delivered("replication.lag")).json["data"]
             finally:
                 server_factory.resume(primary)
         assert data["lagSeconds"] > 2
@@ -341,24 +300,20 @@ class TestReplication:
 
 class TestCluster:
     async def test_losing_slot_coverage_fires_cluster_failover(
-        self,
-        memory_app_factory: AppFactory,
-        server_factory: ServerFactory,
-        receiver: Receiver,
-        enterprise: dict[str, Any],
+        self, server_factory: ServerFactory, watch: Watching
     ) -> None:
         nodes = server_factory.cluster("valkey", masters=3)
         seed = nodes[0]
         last = CLUSTER_SLOTS // 3 - 1
         try:
-            async with watching(memory_app_factory, seed, receiver, enterprise) as watch:
-                await watch.subscribe(["cluster.failover"])
-                await until_polled(watch)
+            async with watch(seed) as w:
+                await w.subscribe(["cluster.failover"])
+                await until_polled(w)
                 await asyncio.sleep(1)  # the cluster poll has read CLUSTER INFO once
                 with seed.client() as conn:
                     conn.execute_command("CLUSTER", "DELSLOTSRANGE", 0, last)
                     try:
-                        data = (await watch.delivered("cluster.failover")).json["data"]
+                        data = (await w.delivered("cluster.failover")).json["data"]
                     finally:
                         conn.execute_command("CLUSTER", "ADDSLOTSRANGE", 0, last)
         finally:
@@ -369,18 +324,12 @@ class TestCluster:
 
 
 class TestAnomaly:
-    async def test_anomaly_detected_is_delivered(
-        self,
-        memory_app_factory: AppFactory,
-        fresh: Any,
-        receiver: Receiver,
-        enterprise: dict[str, Any],
-    ) -> None:
+    async def test_anomaly_detected_is_delivered(self, fresh: Any, watch: Watching) -> None:
         server = fresh("valkey")
-        async with watching(memory_app_factory, server, receiver, enterprise) as watch:
-            await watch.subscribe(["anomaly.detected"])
-            connection = (await watch.app.client.get("/api/connections")).json()[0]["id"]
-            watch.app.services.bus.publish(
+        async with watch(server) as w:
+            await w.subscribe(["anomaly.detected"])
+            connection = (await w.app.client.get("/api/connections")).json()[0]["id"]
+            w.app.services.bus.publish(
                 AnomalyDetected(
                     connection_id=connection,
                     anomaly_id="a-1",
@@ -395,6 +344,6 @@ class TestAnomaly:
                     message="ops/s far above baseline",
                 )
             )
-            data = (await watch.delivered("anomaly.detected")).json["data"]
+            data = (await w.delivered("anomaly.detected")).json["data"]
         assert data["zScore"] == 16.0
         assert data["metricType"] == "ops_per_sec"
