@@ -73,6 +73,22 @@ OPENAPI_URL = "/api/openapi.json"
 API_CATCH_ALL = "/api/{path:path}"
 UI_CATCH_ALL = "/{path:path}"
 _CANARY_KEY = "encryption_canary"
+WEBHOOKS_TAG = """Signed POSTs to your URLs when monitoring events happen.
+
+Every delivery carries `X-Webhook-Signature`: the hex HMAC-SHA256, keyed with the
+webhook's secret, of `<X-Webhook-Timestamp>.<raw body>`; verify it in constant time and
+reject timestamps older than 5 minutes. Only a 2xx is a success; redirects are not
+followed. Attempt 1 is immediate, then retries after `initialDelayMs x
+backoffMultiplier^(n-1)` (at most `maxDelayMs`) until `maxRetries`, then `dead_letter`;
+`failed` means the target is refused at send time (SSRF rules) or the webhook was
+disabled or deleted. URLs must be `https://` (`http://` only with NODE_ENV=development)
+and public (loopback allowed outside production). Threshold events fire once above the
+level and re-arm below `level x hysteresisFactor`.
+
+Payloads the spec leaves open: `latency.spike` `{latencyMs, threshold, baselineMs,
+detection, message, timestamp}`; `connection.spike` `{connectedClients, threshold,
+baseline, detection, message, timestamp}` (`detection`: `threshold`, or `automatic` when
+the webhook's level is 0 and the rolling baseline decides)."""
 _CANARY_TEXT = "svc-monitor encryption canary"
 
 
@@ -219,6 +235,7 @@ def create_app(
         version=__version__,
         description="Monitoring for Valkey and Redis: connections, health, metrics and alerts.",
         openapi_url=OPENAPI_URL,
+        openapi_tags=[{"name": "webhooks", "description": WEBHOOKS_TAG}],
         docs_url=None,
         redoc_url=None,
         lifespan=lifespan,

@@ -3,6 +3,7 @@ schedule, dead letters, manual retries, timeouts, truncation, redirects, isolati
 
 import asyncio
 import itertools
+import json
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -223,3 +224,27 @@ class TestReceiverMisbehaving:
             await receiver.wait_for(20, within=5)
             assert time.monotonic() - started < 2
             assert len(slow.requests) <= 16  # its own in-flight bound; the rest wait stored
+
+
+class TestMemoryHistory:
+    async def test_keeps_the_last_1000_deliveries_per_webhook(
+        self, dev: RunningApp, receiver: Receiver
+    ) -> None:
+        hook = await add_hook(dev, receiver.url())
+        connection = await connection_id(dev)
+        for n in range(1150):
+            dev.services.bus.publish(
+                InstanceDown(connection_id=connection, reason="unreachable", message=f"#{n}")
+            )
+        await receiver.wait_for(1150, within=60)
+
+        async def trimmed() -> bool:
+            page = f"/api/webhooks/{hook['id']}/deliveries?limit=1000&offset=1000"
+            return not (await dev.client.get(page)).json()
+
+        await eventually(trimmed, within=10)
+        kept = (await dev.client.get(f"/api/webhooks/{hook['id']}/deliveries?limit=1000")).json()
+        assert len(kept) == 1000
+        newest = json.loads(kept[0]["payload"])["data"]["message"]
+        oldest = json.loads(kept[-1]["payload"])["data"]["message"]
+        assert (newest, oldest) == ("#1149", "#150")
