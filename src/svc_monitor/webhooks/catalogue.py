@@ -121,7 +121,7 @@ def _memory(e: Any) -> list[Candidate]:
         }
 
     found: list[Candidate] = [
-        Measured("memory.critical", pct, lambda t: t.memoryCriticalPercent, critical)
+        Measured("memory.critical", pct, _level("memoryCriticalPercent"), critical)
     ]
     policy = e.maxmemory_policy
     if policy == "noeviction":

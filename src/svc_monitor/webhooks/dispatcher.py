@@ -85,11 +85,13 @@ class WebhookDispatcher:
             return
         if not isinstance(event, InstanceEvent):
             return
-        found = candidates(event)
-        if not found:
-            return
+        # Readings arrive with every poll of every connection: look at the (cached) webhooks
+        # before building anything, so an install without webhooks does no work here.
         hooks = [w for w in await self._webhooks() if w.enabled and w.covers(event.connection_id)]
         if not hooks:
+            return
+        found = candidates(event)
+        if not found:
             return
         tier = self._license.tier
         jobs: list[Job] = []
@@ -120,14 +122,19 @@ class WebhookDispatcher:
     async def _instance(self, connection_id: str) -> Instance:
         known = self._instances.get(connection_id)
         if known is None:
-            try:
-                connection = await self._connections.get(connection_id)
-                known = {"host": connection.host, "port": connection.port}
-            except NotFound:
-                known = {"host": None, "port": None}
-            known["connectionId"] = connection_id
-            self._instances[connection_id] = known
+            known = self._instances[connection_id] = await instance_of(
+                self._connections, connection_id
+            )
         return known
+
+
+async def instance_of(connections: ConnectionService, connection_id: str | None) -> Instance:
+    """The envelope's `instance`: the connection's host and port (None for the default)."""
+    try:
+        connection = await connections.resolve(connection_id)
+    except NotFound:
+        return {"host": None, "port": None, "connectionId": connection_id}
+    return {"host": connection.host, "port": connection.port, "connectionId": connection.id}
 
 
 def _job(

@@ -27,9 +27,9 @@ from svc_monitor.errors import Conflict, Forbidden, NotFound, Unprocessable
 from svc_monitor.licensing.service import LicenseService
 from svc_monitor.licensing.tiers import WEBHOOK_EVENT_TIERS
 from svc_monitor.webhooks import ssrf
-from svc_monitor.webhooks.dispatcher import envelope
+from svc_monitor.webhooks.dispatcher import envelope, instance_of
 from svc_monitor.webhooks.headers import check_custom_headers, is_sensitive_header, mask_value
-from svc_monitor.webhooks.models import Delivery, Webhook
+from svc_monitor.webhooks.models import QUEUED, Delivery, Webhook
 from svc_monitor.webhooks.schemas import (
     DeliveryRead,
     RetryQueueStats,
@@ -186,7 +186,7 @@ class WebhookService:
         webhook = await self._require(webhook_id)
         event_type = webhook.events[0] if webhook.events else "instance.down"
         delivery_id = str(uuid.uuid4())
-        instance = await self._instance(webhook.connection_id)
+        instance = await instance_of(self._connections, webhook.connection_id)
         data = {"test": True, "message": TEST_MESSAGE}
         body = envelope(delivery_id, event_type, self._clock(), instance, data)
         result = await self._sender.post(
@@ -268,13 +268,6 @@ class WebhookService:
         except ssrf.UnsafeTarget as exc:
             raise Unprocessable(exc.message, field="url") from None
 
-    async def _instance(self, connection_id: str | None) -> dict[str, Any]:
-        try:
-            connection = await self._connections.resolve(connection_id)
-        except NotFound:
-            return {"host": None, "port": None, "connectionId": connection_id}
-        return {"host": connection.host, "port": connection.port, "connectionId": connection.id}
-
 
 _SETTINGS_FIELDS = {
     "retryPolicy": "retry_policy",
@@ -342,7 +335,7 @@ def delivery_read(d: Delivery) -> DeliveryRead:
         durationMs=d.duration_ms,
         createdAt=d.created_at,
         completedAt=d.completed_at,
-        nextRetryAt=d.next_retry_at if d.status.value in ("pending", "retrying") else None,
+        nextRetryAt=d.next_retry_at if d.status in QUEUED else None,
         error=d.error,
         connectionId=d.connection_id,
         payload=d.payload,

@@ -89,7 +89,7 @@ class DeliveryWorker:
         now = now_ms()
         sendable = [self._has_slot(job.webhook.id, reserve=True) for job in jobs]
         rows = [
-            _with_due(job.delivery, now + LEASE_MS if send else now)
+            replace(job.delivery, next_retry_at=now + LEASE_MS if send else now)
             for job, send in zip(jobs, sendable, strict=True)
         ]
         try:
@@ -288,10 +288,6 @@ class DeliveryWorker:
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
         await self._flush()
-
-
-def _with_due(delivery: Delivery, due_at: int) -> Delivery:
-    return replace(delivery, next_retry_at=due_at)
 
 
 def _closed(delivery: Delivery, why: str) -> Outcome:
