@@ -77,10 +77,12 @@ def build_features(services: Services) -> tuple[Features, list[PollKind]]:
         cluster_state=ClusterStateDetector(services.bus),
     )
     kinds = [
-        *LogPoller(slowlog_service, bus=services.bus).kinds(),
-        AuditPoller(audit, services.bus).kind(),
+        *LogPoller(slowlog_service, live_state=live_state, bus=services.bus).kinds(),
+        AuditPoller(audit, services.bus, live_state=live_state).kind(),
         ClientsPoller(client_analytics, live_state).kind(),
-        CommandstatsPoller(commandstats, latency=LatencyDetector(services.bus)).kind(),
+        CommandstatsPoller(
+            commandstats, latency=LatencyDetector(services.bus), live_state=live_state
+        ).kind(),
         LatencyPoller(latency).kind(),
         cluster_kind(clusters),
         ConfigWatch(services.bus, live_state).kind(),

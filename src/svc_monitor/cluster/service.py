@@ -5,12 +5,15 @@ read with CLUSTER NODES from the seed (every TOPOLOGY_REFRESH_S, and whenever a 
 fails), so failovers and added or removed nodes show within a poll or two. Each node is
 reached directly with the seed's credentials and TLS settings; its INFO enters the pipe
 as an Observation tagged with the node's host:port. The seed's CLUSTER INFO is read
-every pass for the cluster state detector (detectors/cluster_state.py).
+every pass, for the cluster state detector (detectors/cluster_state.py) and live state's
+ClusterFacts; on Valkey 8.0+ so are the slots holding most keys (CLUSTER SLOT-STATS of
+every primary, merged), at most every TOP_SLOTS_REFRESH_S.
 """
 
 import asyncio
 import logging
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -18,9 +21,16 @@ from svc_monitor.cluster.schemas import ClusterClient, ClusterLogEntry, ClusterN
 from svc_monitor.connections.models import Connection
 from svc_monitor.connections.service import ConnectionService
 from svc_monitor.detectors.cluster_state import ClusterStateDetector
+from svc_monitor.engine.capabilities import EngineIdentity
 from svc_monitor.engine.client import CLIENT_NAME, EngineClient
 from svc_monitor.engine.clients import parse_client_list
-from svc_monitor.engine.cluster import ClusterNode, parse_cluster_info, parse_cluster_nodes
+from svc_monitor.engine.cluster import (
+    ClusterNode,
+    SlotStats,
+    parse_cluster_info,
+    parse_cluster_nodes,
+    parse_slot_stats,
+)
 from svc_monitor.engine.errors import EngineError, EngineResponseError
 from svc_monitor.engine.slowlog import parse_log_reply
 from svc_monitor.errors import Conflict
@@ -28,6 +38,7 @@ from svc_monitor.events import now_ms
 from svc_monitor.polling.live_state import LiveState
 from svc_monitor.polling.models import Observation, PollTarget
 from svc_monitor.polling.observe import Observer
+from svc_monitor.polling.readings import ClusterFacts
 
 logger = logging.getLogger(__name__)
 
@@ -35,6 +46,10 @@ TOPOLOGY_REFRESH_S = 5.0
 # Nodes polled at once per cluster: enough for big clusters to finish within a tick,
 # few enough that one cluster cannot take every socket.
 NODE_CONCURRENCY = 8
+# Slots kept in ClusterFacts (the Prometheus slot series are limited to the top 100 by
+# key count). Key counts move slowly and the read asks every primary, so not every pass.
+TOP_SLOTS = 100
+TOP_SLOTS_REFRESH_S = 15.0
 
 
 @dataclass(slots=True)
@@ -62,6 +77,9 @@ class ClusterService:
         # Connections whose user may not run CLUSTER INFO: not asked again until
         # forgotten, or every pass would add a refusal to the ACL log we audit.
         self._cluster_info_refused: set[str] = set()
+        self._slot_stats_refused: set[str] = set()
+        # When the top slots were last read (monotonic seconds), and what they were.
+        self._top_slots: dict[str, tuple[float, tuple[SlotStats, ...]]] = {}
         self._clusters: dict[str, _Cluster] = {}
         self._clients: dict[tuple[str, str], EngineClient] = {}
 
@@ -81,8 +99,7 @@ class ClusterService:
         if due:
             cluster = await self._refresh(connection, target.client, cluster)
         assert cluster is not None
-        if self._cluster_state is not None and connection.id not in self._cluster_info_refused:
-            await self._read_cluster_info(connection.id, target.client, self._cluster_state)
+        info = await self._read_cluster_info(connection.id, target.client)
         seed = _address(connection.host, connection.port)
         others = [n for n in cluster.nodes if n.address != seed and "fail" not in n.flags]
         limit = asyncio.Semaphore(NODE_CONCURRENCY)
@@ -104,19 +121,58 @@ class ClusterService:
                     )
                 )
 
-        await asyncio.gather(*(poll_node(n) for n in others))
+        _, top_slots = await asyncio.gather(
+            asyncio.gather(*(poll_node(n) for n in others)),
+            self._read_top_slots(connection, target.identity),
+        )
+        self._live_state.put(
+            connection.id, ClusterFacts(at_ms=now_ms(), info=info or {}, top_slots=top_slots)
+        )
 
     async def _read_cluster_info(
-        self, connection_id: str, seed: EngineClient, detector: ClusterStateDetector
-    ) -> None:
+        self, connection_id: str, seed: EngineClient
+    ) -> dict[str, int | str] | None:
+        if connection_id in self._cluster_info_refused:
+            return None
         try:
             reply = await seed.execute("CLUSTER", "INFO")
         except EngineResponseError as exc:
             # Refused (NOPERM): no cluster state events, and the nodes are still polled.
             logger.debug("CLUSTER INFO refused on %s: %s", connection_id, exc.message)
             self._cluster_info_refused.add(connection_id)
-            return
-        detector.observe(connection_id, parse_cluster_info(reply), at_ms=now_ms())
+            return None
+        info = parse_cluster_info(reply)
+        if self._cluster_state is not None:
+            self._cluster_state.observe(connection_id, info, at_ms=now_ms())
+        return info
+
+    async def _read_top_slots(
+        self, connection: Connection, identity: EngineIdentity
+    ) -> tuple[SlotStats, ...]:
+        """The TOP_SLOTS slots holding most keys; the last list until a refresh is due."""
+        if not identity.capabilities.has_slot_stats or connection.id in self._slot_stats_refused:
+            return ()
+        last_read, previous = self._top_slots.get(connection.id, (None, ()))
+        if last_read is not None and time.monotonic() - last_read < TOP_SLOTS_REFRESH_S:
+            return previous
+        command = ("CLUSTER", "SLOT-STATS", "ORDERBY", "key-count", "LIMIT", TOP_SLOTS)
+        replies = [r for _, r in await self.fan_out(connection, *command, primaries_only=True)]
+        refused = next((r for r in replies if isinstance(r, EngineResponseError)), None)
+        if refused is not None:
+            # Not asked again until forgotten: each NOPERM would add to the ACL log we audit.
+            logger.debug("CLUSTER SLOT-STATS refused on %s: %s", connection.id, refused.message)
+            self._slot_stats_refused.add(connection.id)
+            self._top_slots.pop(connection.id, None)
+            return ()
+        answers = [r for r in replies if not isinstance(r, EngineError)]
+        # No primary answered (down, timed out): keep the last list until the next refresh.
+        top = (
+            tuple(top_slot_stats(answers, order_by="key-count", limit=TOP_SLOTS))
+            if answers
+            else previous
+        )
+        self._top_slots[connection.id] = (time.monotonic(), top)
+        return top
 
     async def _refresh(
         self, connection: Connection, seed: EngineClient, previous: _Cluster | None
@@ -146,6 +202,8 @@ class ClusterService:
     async def forget(self, connection_id: str) -> None:
         self._clusters.pop(connection_id, None)
         self._cluster_info_refused.discard(connection_id)
+        self._slot_stats_refused.discard(connection_id)
+        self._top_slots.pop(connection_id, None)
         if self._cluster_state is not None:
             self._cluster_state.forget(connection_id)
         for key in [k for k in self._clients if k[0] == connection_id]:
@@ -284,6 +342,16 @@ class ClusterService:
 
 class ClusterNotDiscovered(Conflict):
     pass
+
+
+def top_slot_stats(replies: Iterable[Any], *, order_by: str, limit: int) -> list[SlotStats]:
+    """CLUSTER SLOT-STATS replies of several primaries (each reports only its own slots)
+    merged: the `limit` slots with most keys (or most CPU for order_by=cpu-usec). The
+    cluster's top `limit` is within the union of every primary's top `limit`."""
+    stats = [s for reply in replies for s in parse_slot_stats(reply)]
+    metric = "cpu_usec" if order_by == "cpu-usec" else "key_count"
+    stats.sort(key=lambda s: (-(getattr(s, metric) or 0), s.slot))
+    return stats[:limit]
 
 
 def _role(node: ClusterNode, observation: Observation | None) -> Role:

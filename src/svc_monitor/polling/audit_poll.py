@@ -8,13 +8,19 @@ Every entry the audit trail had not seen, or whose count grew, is published as a
 `AclDenied` (the store decides, with the identity rules of audit/store.py). The first pass
 on a connection is the baseline: denials already in the server's log when we start
 watching are stored but not announced, since nobody wants a burst of old alerts on start.
+
+Every pass also leaves the log's denial counts in live state (AclFacts) for Prometheus.
 """
+
+from collections import Counter
 
 from svc_monitor.audit.service import POLL_COUNT, AuditService
 from svc_monitor.config import Settings
 from svc_monitor.engine.acl import AclLogEntry, parse_acl_log
 from svc_monitor.events import AclDenied, EventBus, now_ms
+from svc_monitor.polling.live_state import LiveState
 from svc_monitor.polling.models import PollKind, PollTarget
+from svc_monitor.polling.readings import AclFacts
 from svc_monitor.runtime_settings.schemas import RuntimeSettingsValues
 
 _Fingerprint = tuple[tuple[object, ...], ...]
@@ -23,9 +29,10 @@ _Fingerprint = tuple[tuple[object, ...], ...]
 class AuditPoller:
     """Feeds the audit trail from ACL LOG every `auditPollIntervalMs` and publishes denials."""
 
-    def __init__(self, audit: AuditService, bus: EventBus) -> None:
+    def __init__(self, audit: AuditService, bus: EventBus, *, live_state: LiveState) -> None:
         self._audit = audit
         self._bus = bus
+        self._live_state = live_state
         self._last: dict[str, _Fingerprint] = {}
 
     async def poll(self, target: PollTarget) -> None:
@@ -35,8 +42,9 @@ class AuditPoller:
         reply = await target.client.execute("ACL", "LOG", POLL_COUNT)
         captured_at = now_ms()
         entries = parse_acl_log(reply)
-        fingerprint = _fingerprint(entries, captured_at)
         connection_id = target.connection.id
+        self._live_state.put(connection_id, _acl_facts(entries, captured_at))
+        fingerprint = _fingerprint(entries, captured_at)
         baseline = connection_id not in self._last
         if self._last.get(connection_id) == fingerprint:
             return
@@ -55,6 +63,20 @@ class AuditPoller:
         return PollKind(
             name="audit", interval_ms=_audit_interval, poll=self.poll, forget=self.forget
         )
+
+
+def _acl_facts(entries: list[AclLogEntry], captured_at: int) -> AclFacts:
+    by_reason: Counter[str] = Counter()
+    by_user: Counter[str] = Counter()
+    for entry in entries:
+        by_reason[entry.reason] += entry.count
+        by_user[entry.username] += entry.count
+    return AclFacts(
+        at_ms=captured_at,
+        denied=sum(by_reason.values()),
+        by_reason=dict(by_reason),
+        by_user=dict(by_user),
+    )
 
 
 def _denied(connection_id: str, entry: AclLogEntry, captured_at: int) -> AclDenied:

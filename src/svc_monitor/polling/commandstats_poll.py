@@ -4,7 +4,9 @@ from svc_monitor.commandstats.service import CommandstatsService
 from svc_monitor.config import Settings
 from svc_monitor.detectors.latency import LatencyDetector
 from svc_monitor.events import now_ms
+from svc_monitor.polling.live_state import LiveState
 from svc_monitor.polling.models import PollKind, PollTarget
+from svc_monitor.polling.readings import CommandstatsFacts
 from svc_monitor.runtime_settings.schemas import RuntimeSettingsValues
 
 
@@ -13,10 +15,15 @@ class CommandstatsPoller:
     failures only back off this loop."""
 
     def __init__(
-        self, commandstats: CommandstatsService, *, latency: LatencyDetector | None = None
+        self,
+        commandstats: CommandstatsService,
+        *,
+        latency: LatencyDetector | None = None,
+        live_state: LiveState | None = None,
     ) -> None:
         self._commandstats = commandstats
         self._latency = latency
+        self._live_state = live_state
 
     async def poll(self, target: PollTarget) -> None:
         info = await target.client.info("commandstats")
@@ -24,6 +31,8 @@ class CommandstatsPoller:
         await self._commandstats.record(target.connection.id, info, captured_at=captured_at)
         if self._latency is not None:
             self._latency.record(target.connection.id, info, at_ms=captured_at)
+        if self._live_state is not None:  # for svc_commandstats_* at scrape time
+            self._live_state.put(target.connection.id, CommandstatsFacts(captured_at, info))
 
     async def forget(self, connection_id: str) -> None:
         # Removed or edited (maybe to another server): the next poll is a new baseline.

@@ -1,16 +1,25 @@
 """The latest Observation of every connection: what is true now, for live views,
 Prometheus at scrape time and detectors. Kept in memory only."""
 
+from typing import TypeVar
+
 from svc_monitor.polling.models import Observation
+from svc_monitor.polling.poll_counts import PollCounts
+from svc_monitor.polling.readings import Facts
+
+F = TypeVar("F", bound=Facts)
 
 
 class LiveState:
-    """Latest observation per connection (and per cluster node)."""
+    """Latest observation per connection (and per cluster node), and the latest facts
+    of the other polls (polling/readings.py)."""
 
     def __init__(self) -> None:
         self._latest: dict[tuple[str, str | None], Observation] = {}
         # One observation back: rates such as CPU use need two readings.
         self._previous: dict[tuple[str, str | None], Observation] = {}
+        self._facts: dict[tuple[str, type], Facts] = {}
+        self.polls = PollCounts()
 
     def update(self, observation: Observation) -> None:
         key = (observation.connection_id, observation.node)
@@ -24,7 +33,21 @@ class LiveState:
     def previous(self, connection_id: str, node: str | None = None) -> Observation | None:
         return self._previous.get((connection_id, node))
 
+    def nodes(self, connection_id: str) -> list[Observation]:
+        """The latest observation of every other node of a cluster connection."""
+        return [o for (c, node), o in self._latest.items() if c == connection_id and node]
+
+    def put(self, connection_id: str, facts: Facts) -> None:
+        self._facts[(connection_id, type(facts))] = facts
+
+    def facts(self, connection_id: str, kind: type[F]) -> F | None:
+        found = self._facts.get((connection_id, kind))
+        return found if isinstance(found, kind) else None
+
     def forget(self, connection_id: str) -> None:
         for key in [k for k in self._latest if k[0] == connection_id]:
             del self._latest[key]
             self._previous.pop(key, None)
+        for fact_key in [k for k in self._facts if k[0] == connection_id]:
+            del self._facts[fact_key]
+        self.polls.forget(connection_id)

@@ -1,83 +1,156 @@
-"""SLOWLOG and COMMANDLOG passes: read the newest entries, store the new ones."""
+"""SLOWLOG and COMMANDLOG passes: read the newest entries, store the new ones, and leave
+their facts (lengths, newest id, patterns) in live state for Prometheus."""
 
 import logging
+from collections.abc import Sequence
+from typing import Any, TypeAlias
 
 from svc_monitor.config import Settings
 from svc_monitor.engine.errors import EngineError, EngineResponseError
-from svc_monitor.engine.slowlog import FETCH_COUNT, LOG_TYPES, parse_log_reply
+from svc_monitor.engine.slowlog import FETCH_COUNT, LOG_TYPES, LogEntry, LogType, parse_log_reply
 from svc_monitor.events import EventBus, SlowlogLength, now_ms
+from svc_monitor.polling.live_state import LiveState
 from svc_monitor.polling.models import PollKind, PollTarget
+from svc_monitor.polling.readings import CommandlogFacts, PatternCount, SlowlogFacts
 from svc_monitor.runtime_settings.schemas import RuntimeSettingsValues
+from svc_monitor.slowlog.patterns import analyze
 from svc_monitor.slowlog.service import SlowlogService
 
 logger = logging.getLogger(__name__)
+
+_LARGE_TYPES: tuple[LogType, ...] = ("large-request", "large-reply")
+# The entries a read saw, told apart cheaply: ids only grow within a server lifetime and
+# a restart starts them again, so (newest id, its start, how many) changes with the log.
+_LogKey: TypeAlias = tuple[int, int, int]
+_PatternMemo: TypeAlias = dict[tuple[str, LogType | None], tuple[_LogKey, tuple[PatternCount, ...]]]
 
 
 class LogPoller:
     """The `slowlog` and `commandlog` poll kinds of every connection."""
 
-    def __init__(self, slowlog: SlowlogService, *, bus: EventBus | None = None) -> None:
+    def __init__(
+        self, slowlog: SlowlogService, *, live_state: LiveState, bus: EventBus | None = None
+    ) -> None:
         self._slowlog = slowlog
+        self._live_state = live_state
         self._bus = bus
         # Connections that refused SLOWLOG LEN: not asked again until forgotten, since
         # each refusal of a NOPERM user would add an entry to the ACL log we audit.
         self._length_refused: set[str] = set()
+        # The last patterns worked out per (connection, log): a quiet log is not regrouped.
+        self._patterns: _PatternMemo = {}
 
     async def poll_slowlog(self, target: PollTarget) -> None:
-        try:
-            reply = await target.client.execute("SLOWLOG", "GET", FETCH_COUNT)
-        except EngineResponseError as exc:
-            # Refused (NOPERM, renamed away on a managed service): nothing to keep, and
-            # not the instance being down; the INFO poll decides that.
-            logger.debug("SLOWLOG GET refused on %s: %s", target.connection.id, exc.message)
-        else:
+        connection_id = target.connection.id
+        commands: list[list[Any]] = [["SLOWLOG", "GET", FETCH_COUNT]]
+        if connection_id not in self._length_refused:
+            commands.append(["SLOWLOG", "LEN"])
+        replies = await target.client.try_each(commands)
+        entries: list[LogEntry] | None = None
+        # A refusal (NOPERM, renamed away on a managed service) leaves nothing to keep, and
+        # is not the instance being down; the INFO poll decides that.
+        if not _refused(replies[0], "SLOWLOG GET", connection_id):
+            entries = parse_log_reply(replies[0])
             await self._slowlog.record(
-                target.connection.id,
-                node=target.client.target.address,
-                log_type=None,
-                entries=parse_log_reply(reply),
+                connection_id, node=target.client.target.address, log_type=None, entries=entries
             )
-        if self._bus is not None and target.connection.id not in self._length_refused:
-            await self._publish_length(target, self._bus)
-
-    async def _publish_length(self, target: PollTarget, bus: EventBus) -> None:
-        """SLOWLOG LEN for slowlog.threshold; a refusal degrades quietly like GET's."""
-        try:
-            length = await target.client.execute("SLOWLOG", "LEN")
-        except EngineResponseError as exc:
-            logger.debug("SLOWLOG LEN refused on %s: %s", target.connection.id, exc.message)
-            self._length_refused.add(target.connection.id)
+        length = self._length(replies[1], connection_id) if len(replies) > 1 else None
+        if length is not None and self._bus is not None:
+            self._bus.publish(
+                SlowlogLength(connection_id=connection_id, at_ms=now_ms(), length=length)
+            )
+        if entries is None and length is None:
             return
-        if isinstance(length, int):
-            bus.publish(
-                SlowlogLength(connection_id=target.connection.id, at_ms=now_ms(), length=length)
-            )
+        self._live_state.put(
+            connection_id,
+            SlowlogFacts(
+                at_ms=now_ms(),
+                length=length,
+                last_id=max((e.id for e in entries or ()), default=None),
+                patterns=self._pattern_counts(connection_id, None, entries or []),
+            ),
+        )
+
+    def _length(self, reply: Any, connection_id: str) -> int | None:
+        """SLOWLOG LEN for slowlog.threshold and the facts; a refusal degrades quietly."""
+        if _refused(reply, "SLOWLOG LEN", connection_id):
+            self._length_refused.add(connection_id)
+            return None
+        return reply if isinstance(reply, int) else None
 
     async def poll_commandlog(self, target: PollTarget) -> None:
         identity = target.identity
         if identity is None or not identity.capabilities.has_command_log:
             return
+        connection_id = target.connection.id
         replies = await target.client.try_each(
-            [["COMMANDLOG", "GET", FETCH_COUNT, log_type] for log_type in LOG_TYPES]
+            [
+                *(["COMMANDLOG", "GET", FETCH_COUNT, log_type] for log_type in LOG_TYPES),
+                *(["COMMANDLOG", "LEN", log_type] for log_type in _LARGE_TYPES),
+            ]
         )
-        failed: EngineError | None = None
-        for log_type, reply in zip(LOG_TYPES, replies, strict=True):
+        failed = next((r for r in replies if isinstance(r, EngineError)), None)
+        read: dict[LogType, list[LogEntry]] = {}
+        for log_type, reply in zip(LOG_TYPES, replies, strict=False):
             if isinstance(reply, EngineError):
-                failed = failed or reply
                 continue
+            read[log_type] = parse_log_reply(reply)
             await self._slowlog.record(
-                target.connection.id,
+                connection_id,
                 node=target.client.target.address,
                 log_type=log_type,
-                entries=parse_log_reply(reply),
+                entries=read[log_type],
+            )
+        large_request, large_reply = replies[len(LOG_TYPES) :]
+        if isinstance(large_request, int) and isinstance(large_reply, int):
+            self._live_state.put(
+                connection_id,
+                CommandlogFacts(
+                    at_ms=now_ms(),
+                    large_request=large_request,
+                    large_reply=large_reply,
+                    large_request_patterns=self._pattern_counts(
+                        connection_id, "large-request", read.get("large-request", [])
+                    ),
+                    large_reply_patterns=self._pattern_counts(
+                        connection_id, "large-reply", read.get("large-reply", [])
+                    ),
+                ),
             )
         if failed is not None:
             raise failed  # the others are stored; the loop backs off and logs it
+
+    def _pattern_counts(
+        self, connection_id: str, log_type: LogType | None, entries: Sequence[LogEntry]
+    ) -> tuple[PatternCount, ...]:
+        """The entries grouped as the patterns view groups them (slowlog/patterns.py).
+        For large-request/large-reply the entry's third field, and so the average, is a
+        size in bytes, as in the patterns API."""
+        if not entries:
+            return ()
+        newest = max(entries, key=lambda e: e.id)
+        key = (newest.id, newest.started_at_ms, len(entries))
+        cached = self._patterns.get((connection_id, log_type))
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        counts = tuple(
+            PatternCount(
+                pattern=p.pattern,
+                count=p.count,
+                avg_duration_us=p.avgDuration,
+                percentage=p.percentage,
+            )
+            for p in analyze(entries, analyzed_at=0).patterns
+        )
+        self._patterns[(connection_id, log_type)] = (key, counts)
+        return counts
 
     async def forget(self, connection_id: str) -> None:
         # Removed or edited: the next poll seeds its high-water marks from storage again.
         self._slowlog.forget(connection_id)
         self._length_refused.discard(connection_id)
+        for key in [k for k in self._patterns if k[0] == connection_id]:
+            del self._patterns[key]
 
     def kinds(self) -> list[PollKind]:
         return [
@@ -94,6 +167,16 @@ class LogPoller:
                 forget=self.forget,
             ),
         ]
+
+
+def _refused(reply: Any, command: str, connection_id: str) -> bool:
+    """True for a refusal (logged at debug); any other failure is raised for the loop."""
+    if isinstance(reply, EngineResponseError):
+        logger.debug("%s refused on %s: %s", command, connection_id, reply.message)
+        return True
+    if isinstance(reply, EngineError):
+        raise reply
+    return False
 
 
 def _log_interval(_: RuntimeSettingsValues, settings: Settings) -> int:

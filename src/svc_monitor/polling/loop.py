@@ -33,6 +33,7 @@ class PollLoop:
         deadline_s: float,
         on_success: Callable[[], None] | None = None,
         on_failure: Callable[[EngineError], None] | None = None,
+        on_pass: Callable[[float, bool], None] | None = None,
     ) -> None:
         self.kind = kind
         self._target = target
@@ -41,6 +42,8 @@ class PollLoop:
         self._deadline_s = deadline_s
         self._on_success = on_success
         self._on_failure = on_failure
+        # Told (seconds, ok) after every pass, whatever its outcome: the poll counts.
+        self._on_pass = on_pass
         self.failures = 0
         self.last_good_ms: int | None = None
         self.ticks = 0
@@ -55,14 +58,21 @@ class PollLoop:
     async def tick(self) -> None:
         """One pass under the deadline; failures are counted, never raised."""
         self.ticks += 1
+        started = time.perf_counter()
+        ok = False
         try:
             async with asyncio.timeout(self._deadline_s):
                 await self.kind.poll(await self._target())
+            ok = True
         except EngineError as exc:
             self._failed(exc)
         except TimeoutError:
             self._failed(EngineTimeout(f"{self.kind.name} poll took over {self._deadline_s:g} s"))
-        else:
+        finally:
+            # A crash (a bug) counts as a failed pass too, before the supervisor restarts us.
+            if self._on_pass:
+                self._on_pass(time.perf_counter() - started, ok)
+        if ok:
             self.failures = 0
             self.last_good_ms = int(time.time() * 1000)
             if self._on_success:

@@ -3,7 +3,9 @@
 It reconciles running loops with the connection registry whenever a
 ConnectionsChanged event arrives (and every few seconds, for edits made by
 another replica), restarts a loop that crashed, and on shutdown cancels and
-awaits them all. A slow or dead instance only ever delays its own loops.
+awaits them all. A slow or dead instance only ever delays its own loops. Every pass
+of every loop is counted in live state's poll counts; a connection that stops being
+polled leaves nothing behind in live state.
 """
 
 import asyncio
@@ -22,6 +24,7 @@ from svc_monitor.events import (
     Subscription,
 )
 from svc_monitor.polling.health import InstanceHealth
+from svc_monitor.polling.live_state import LiveState
 from svc_monitor.polling.loop import PollLoop
 from svc_monitor.polling.models import PollKind, PollTarget
 from svc_monitor.runtime_settings.schemas import RuntimeSettingsValues
@@ -52,6 +55,7 @@ class PollSupervisor:
         settings: Settings,
         bus: EventBus,
         health: InstanceHealth,
+        live_state: LiveState,
         kinds: Sequence[PollKind],
     ) -> None:
         self._connections = connections
@@ -59,6 +63,7 @@ class PollSupervisor:
         self._settings = settings
         self._bus = bus
         self._health = health
+        self._live_state = live_state
         self._kinds = list(kinds)
         self._polled: dict[str, _Polled] = {}
         self._values: RuntimeSettingsValues | None = None
@@ -137,6 +142,9 @@ class PollSupervisor:
             task.cancel()
         await asyncio.gather(*polled.tasks, return_exceptions=True)
         self._health.forget(connection_id)
+        # Removed, or edited (maybe to another server): its observations, facts and poll
+        # counts go, so neither live views nor a scrape show a connection that is gone.
+        self._live_state.forget(connection_id)
         for kind in self._kinds:
             if kind.forget is not None:
                 await kind.forget(connection_id)
@@ -157,6 +165,7 @@ class PollSupervisor:
             return kind.interval_ms(self._values, self._settings) / 1000
 
         health = self._health if kind.decides_health else None
+        polls = self._live_state.polls
         engine_deadline = (
             self._settings.ENGINE_CONNECT_TIMEOUT_MS + self._settings.ENGINE_COMMAND_TIMEOUT_MS
         ) / 1000
@@ -169,6 +178,9 @@ class PollSupervisor:
             deadline_s=engine_deadline * 2,
             on_success=(lambda: health.succeeded(connection_id)) if health else None,
             on_failure=(lambda error: health.failed(connection_id, error)) if health else None,
+            on_pass=lambda seconds, ok: polls.record(
+                connection_id, kind.name, seconds=seconds, ok=ok
+            ),
         )
 
     async def _supervised(self, loop: PollLoop) -> None:

@@ -1,0 +1,45 @@
+"""How many passes each poll kind made per connection, and how long they took: the
+`svc_polls_total` and `svc_poll_duration_seconds` families. Kept in memory only."""
+
+from bisect import bisect_left
+from dataclasses import dataclass, field
+
+# Seconds; a pass is bounded by its deadline, so the top bucket catches the slow ones.
+DURATION_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+@dataclass(slots=True)
+class DurationHistogram:
+    """Cumulative-at-read buckets of pass durations for one poll kind."""
+
+    counts: list[int] = field(default_factory=lambda: [0] * (len(DURATION_BUCKETS) + 1))
+    total_s: float = 0.0
+
+    def observe(self, seconds: float) -> None:
+        self.counts[bisect_left(DURATION_BUCKETS, seconds)] += 1
+        self.total_s += seconds
+
+    @property
+    def count(self) -> int:
+        return sum(self.counts)
+
+
+class PollCounts:
+    """Passes by (connection, kind) and outcome; durations by kind (a per-connection
+    histogram would multiply the series by the number of buckets)."""
+
+    def __init__(self) -> None:
+        self.passes: dict[tuple[str, str, bool], int] = {}  # (connection, kind, ok) -> n
+        self.durations: dict[str, DurationHistogram] = {}
+
+    def record(self, connection_id: str, kind: str, *, seconds: float, ok: bool) -> None:
+        key = (connection_id, kind, ok)
+        self.passes[key] = self.passes.get(key, 0) + 1
+        histogram = self.durations.get(kind)
+        if histogram is None:
+            histogram = self.durations[kind] = DurationHistogram()
+        histogram.observe(seconds)
+
+    def forget(self, connection_id: str) -> None:
+        for key in [k for k in self.passes if k[0] == connection_id]:
+            del self.passes[key]
