@@ -160,7 +160,8 @@ class Settings(BaseSettings):
     OTEL_EVENTS_ENABLED: bool = True
     OTEL_METRICS_EXPORT_INTERVAL_MS: Annotated[int, Field(ge=1000)] = 15000
     OTEL_METRICS_EXPORT_MODE: ExportMode = ExportMode.MIRROR
-    METRICS_EXPORT_PROFILE: Literal["full", "minimal"] = "full"
+    # `full` adds the high-cardinality and diagnostic families (README, Prometheus).
+    METRICS_EXPORT_PROFILE: Literal["standard", "full"] = "standard"
     PROMETHEUS_STALENESS_MS: PositiveMs = 300000
     # Set: /api/prometheus/metrics wants it (Prometheus's `authorization` block sends it).
     PROMETHEUS_BEARER_TOKEN: SecretStr | None = None

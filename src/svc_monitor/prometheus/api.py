@@ -8,7 +8,6 @@ block sends) or a signed-in user.
 from fastapi import APIRouter
 from fastapi.responses import Response
 
-from svc_monitor.events import now_ms
 from svc_monitor.services import ServicesDep
 
 router = APIRouter(tags=["prometheus"])
@@ -24,24 +23,10 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
     summary="Metrics of every connection in the Prometheus text format",
 )
 async def prometheus_metrics(services: ServicesDep) -> Response:
-    """Every series carries `connection` = host:port. Built from what the pollers last saw;
-    a connection not observed within PROMETHEUS_STALENESS_MS has no series. Open unless
-    PROMETHEUS_BEARER_TOKEN is set (then send `Authorization: Bearer <token>`)."""
-    # Imported on the first scrape: an install nobody scrapes keeps its ~0.6 MB.
-    from prometheus_client import CollectorRegistry, generate_latest
-
-    from svc_monitor.prometheus.collector import LiveStateCollector, ScrapedConnection
-
-    connections = [
-        ScrapedConnection(c.id, f"{c.host}:{c.port}") for c in await services.connections.list()
-    ]
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(
-        LiveStateCollector(
-            services.live_state,
-            connections,
-            now_ms=now_ms(),
-            staleness_ms=services.settings.PROMETHEUS_STALENESS_MS,
-        )
-    )
-    return Response(generate_latest(registry), media_type=CONTENT_TYPE)
+    """Every connection series carries `connection` = host:port (a cluster connection shows
+    each node it polls under the node's own). Built from what the polls last saw; a
+    connection not observed within PROMETHEUS_STALENESS_MS has no series but
+    `svc_poll_stale`. METRICS_EXPORT_PROFILE=full adds the per-pattern, per-slot and
+    per-client-name/user families and the poll diagnostics (README, Prometheus). Open
+    unless PROMETHEUS_BEARER_TOKEN is set (then send `Authorization: Bearer <token>`)."""
+    return Response(await services.prometheus.render(), media_type=CONTENT_TYPE)

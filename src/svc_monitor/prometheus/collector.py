@@ -1,20 +1,42 @@
-"""The Prometheus families, built from live state at scrape time (never from an engine).
+"""The connection families, built from live state at scrape time (never from an engine).
 
-This is the first handful of the spec's families, the ones INFO alone answers; the rest
-of the catalogue (slow logs, command logs, cluster slots, the service's own process) is
-issue 8's. Each scrape builds its families afresh from the latest Observation of each
-connection, so a removed connection leaves no series behind, and one not observed for
-PROMETHEUS_STALENESS_MS drops out until it answers again.
+Each scrape builds the families afresh from the latest Observation of every node and the
+latest facts of the other polls (polling/readings.py), so a removed connection leaves no
+series behind, and one not observed for PROMETHEUS_STALENESS_MS drops out until it
+answers again (except `svc_poll_stale`, which is there to say so). A cluster connection
+shows every node it polls, each under its own host:port; a node that is also a
+connection of its own shows once.
 """
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily
-from prometheus_client.registry import Collector
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    InfoMetricFamily,
+)
+from prometheus_client.metrics_core import Metric
 
+from svc_monitor.engine.info import ParsedInfo
 from svc_monitor.polling.live_state import LiveState
-from svc_monitor.polling.models import Observation
+from svc_monitor.polling.poll_counts import DURATION_BUCKETS
+from svc_monitor.polling.readings import (
+    AclFacts,
+    ClientFacts,
+    ClusterFacts,
+    CommandlogFacts,
+    CommandstatsFacts,
+    PatternCount,
+    SlowlogFacts,
+)
+from svc_monitor.prometheus import catalogue as c
+from svc_monitor.prometheus.catalogue import Family
+
+# No INFO answer for this long and `svc_poll_stale` says 1 (it keeps its series).
+POLL_STALE_AFTER_MS = 30_000
+_CMDSTAT = "cmdstat_"
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,43 +46,15 @@ class ScrapedConnection:
 
 
 @dataclass(frozen=True, slots=True)
-class _Gauge:
-    name: str
-    help: str
-    section: str
-    field: str
-    scale: float = 1.0
+class _Node:
+    connection_id: str
+    address: str
+    info: ParsedInfo
+    seed: bool  # the connection's own host:port (cluster-wide facts hang on it)
 
 
-# INFO field -> family. Names carry their unit; values are converted to it.
-GAUGES = (
-    _Gauge(
-        "svc_memory_used_bytes", "Memory used by the engine (used_memory).", "memory", "used_memory"
-    ),
-    _Gauge(
-        "svc_connected_clients",
-        "Client connections open (connected_clients).",
-        "clients",
-        "connected_clients",
-    ),
-    _Gauge(
-        "svc_instantaneous_input_kbps",
-        "Network input rate, KB/s, as the engine samples it.",
-        "stats",
-        "instantaneous_input_kbps",
-    ),
-    _Gauge(
-        "svc_instantaneous_output_kbps",
-        "Network output rate, KB/s, as the engine samples it.",
-        "stats",
-        "instantaneous_output_kbps",
-    ),
-)
-COMMANDS = ("svc_commands_processed", "Commands the engine has processed since it started.")
-
-
-class LiveStateCollector(Collector):
-    """Yields the families for `connections` from what was last observed of each."""
+class LiveStateCollector:
+    """Yields the connection families of one scrape."""
 
     def __init__(
         self,
@@ -69,48 +63,288 @@ class LiveStateCollector(Collector):
         *,
         now_ms: int,
         staleness_ms: int,
+        full: bool = False,
     ) -> None:
         self._live_state = live_state
         self._connections = connections
+        self._now_ms = now_ms
         self._oldest_ms = now_ms - staleness_ms
+        self._full = full
 
-    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily | InfoMetricFamily]:
-        observed = [
-            (c.address, o)
-            for c in self._connections
-            if (o := self._live_state.latest(c.id)) is not None
-            and o.received_at_ms >= self._oldest_ms
-        ]
-        for gauge in GAUGES:
-            family = GaugeMetricFamily(gauge.name, gauge.help, labels=["connection"])
-            for address, observation in observed:
-                value = observation.info.get_float(gauge.section, gauge.field)
+    def collect(self) -> Iterator[Metric]:
+        nodes = self._fresh_nodes()
+        seeds = [n for n in nodes if n.seed]
+        yield from self._info_families(nodes)
+        yield from self._commandstats(seeds)
+        yield from self._cluster(seeds)
+        yield from self._logs(seeds)
+        yield from self._acl_and_clients(seeds)
+        yield from self._polls()
+
+    # --- which nodes ---
+
+    def _fresh_nodes(self) -> list[_Node]:
+        nodes: list[_Node] = []
+        seen: set[str] = set()
+        for connection in self._connections:
+            own = self._live_state.latest(connection.id)
+            fresh = own is not None and own.received_at_ms >= self._oldest_ms
+            if own is not None and fresh and connection.address not in seen:
+                seen.add(connection.address)
+                nodes.append(_Node(connection.id, connection.address, own.info, True))
+            for other in self._live_state.nodes(connection.id):
+                if (
+                    other.node
+                    and other.node not in seen
+                    and other.received_at_ms >= self._oldest_ms
+                ):
+                    seen.add(other.node)
+                    nodes.append(_Node(connection.id, other.node, other.info, False))
+        return nodes
+
+    def _wanted(self, family: Family) -> bool:
+        return self._full or not family.full
+
+    # --- INFO ---
+
+    def _info_families(self, nodes: list[_Node]) -> Iterator[Metric]:
+        for spec in c.INFO_FIELDS:
+            family = _new(spec.family)
+            for node in nodes:
+                value = node.info.get_float(spec.section, spec.field)
                 if value is not None:  # a field the engine lacks: no series, not 0
-                    family.add_metric([address], value * gauge.scale)
+                    family.add_metric([node.address], value * spec.scale)
             yield family
-        commands = CounterMetricFamily(*COMMANDS, labels=["connection"])
-        for address, observation in observed:
-            total = observation.info.get_int("stats", "total_commands_processed")
-            if total is not None:
-                commands.add_metric([address], total)
-        yield commands
-        yield _instance_info(observed)
+        yield from self._replication(nodes)
+        yield from self._persistence(nodes)
+        yield from self._keyspace(nodes)
+        instance = InfoMetricFamily(c.INSTANCE.name, c.INSTANCE.help, labels=["connection"])
+        for node in nodes:
+            info = node.info
+            valkey = info.get_str("server", "valkey_version")
+            instance.add_metric(
+                [node.address],
+                {
+                    "type": "valkey" if valkey else "redis",
+                    "version": valkey or info.get_str("server", "redis_version") or "",
+                    "role": info.get_str("replication", "role") or "",
+                },
+            )
+        yield instance
 
-
-def _instance_info(observed: list[tuple[str, Observation]]) -> InfoMetricFamily:
-    family = InfoMetricFamily(
-        "svc_instance", "The engine behind each connection.", labels=["connection"]
-    )
-    for address, observation in observed:
-        info = observation.info
-        valkey = info.get_str("server", "valkey_version")
-        version = valkey or info.get_str("server", "redis_version") or ""
-        family.add_metric(
-            [address],
-            {
-                "type": "valkey" if valkey else "redis",
-                "version": version,
-                "role": info.get_str("replication", "role") or "",
-            },
+    def _replication(self, nodes: list[_Node]) -> Iterator[Metric]:
+        offset, link_up, last_io = (
+            _new(c.REPLICATION_OFFSET),
+            _new(c.MASTER_LINK_UP),
+            _new(c.MASTER_LAST_IO),
         )
-    return family
+        for node in nodes:
+            info = node.info
+            replica = info.get_str("replication", "role") == "slave"
+            field = "slave_repl_offset" if replica else "master_repl_offset"
+            if (value := info.get_float("replication", field)) is not None:
+                offset.add_metric([node.address], value)
+            if not replica:
+                continue
+            if (status := info.get_str("replication", "master_link_status")) is not None:
+                link_up.add_metric([node.address], 1.0 if status == "up" else 0.0)
+            io = info.get_float("replication", "master_last_io_seconds_ago")
+            if io is not None and io >= 0:  # -1 while the link is down: no reading
+                last_io.add_metric([node.address], io)
+        yield from (offset, link_up, last_io)
+
+    def _persistence(self, nodes: list[_Node]) -> Iterator[Metric]:
+        for spec, field in (
+            (c.RDB_LAST_BGSAVE_OK, "rdb_last_bgsave_status"),
+            (c.AOF_LAST_REWRITE_OK, "aof_last_bgrewrite_status"),
+        ):
+            family = _new(spec)
+            for node in nodes:
+                if (status := node.info.get_str("persistence", field)) is not None:
+                    family.add_metric([node.address], 1.0 if status == "ok" else 0.0)
+            yield family
+
+    def _keyspace(self, nodes: list[_Node]) -> Iterator[Metric]:
+        total, expiring = _new(c.KEYSPACE_KEYS), _new(c.KEYSPACE_EXPIRING)
+        keys, expires, ttl = _new(c.DB_KEYS), _new(c.DB_EXPIRING), _new(c.DB_AVG_TTL)
+        for node in nodes:
+            keyspace = node.info.sections.get("keyspace")
+            if keyspace is None:
+                continue
+            all_keys = all_expiring = 0.0
+            for db, fields in keyspace.items():
+                if not isinstance(fields, dict):
+                    continue
+                labels = [node.address, db]
+                if isinstance(n := fields.get("keys"), int | float):
+                    keys.add_metric(labels, n)
+                    all_keys += n
+                if isinstance(n := fields.get("expires"), int | float):
+                    expires.add_metric(labels, n)
+                    all_expiring += n
+                if isinstance(n := fields.get("avg_ttl"), int | float):
+                    ttl.add_metric(labels, n / 1000)
+            total.add_metric([node.address], all_keys)
+            expiring.add_metric([node.address], all_expiring)
+        yield from (total, expiring, keys, expires, ttl)
+
+    # --- other polls' facts (on the connection's own host:port) ---
+
+    def _commandstats(self, seeds: list[_Node]) -> Iterator[Metric]:
+        calls, latency = _new(c.COMMAND_CALLS), _new(c.COMMAND_LATENCY)
+        for node in seeds:
+            facts = self._live_state.facts(node.connection_id, CommandstatsFacts)
+            if facts is None or facts.at_ms < self._oldest_ms:
+                continue
+            for key, fields in (facts.info.sections.get("commandstats") or {}).items():
+                if not isinstance(fields, dict) or not key.startswith(_CMDSTAT):
+                    continue
+                labels = [node.address, key[len(_CMDSTAT) :]]
+                if isinstance(n := fields.get("calls"), int | float):
+                    calls.add_metric(labels, n)
+                if isinstance(n := fields.get("usec_per_call"), int | float):
+                    latency.add_metric(labels, n / 1e6)
+        yield from (calls, latency)
+
+    def _cluster(self, seeds: list[_Node]) -> Iterator[Metric]:
+        families = [(_new(spec), field) for spec, field in c.CLUSTER_INFO_FIELDS]
+        slot_families = (
+            (_new(c.SLOT_KEYS), "key_count"),
+            (_new(c.SLOT_EXPIRES), "expires_count"),
+            (_new(c.SLOT_READS), "total_reads"),
+            (_new(c.SLOT_WRITES), "total_writes"),
+        )
+        for node in seeds:
+            facts = self._live_state.facts(node.connection_id, ClusterFacts)
+            if facts is None or facts.at_ms < self._oldest_ms:
+                continue
+            for family, field in families:
+                value = facts.info.get(field)
+                if isinstance(value, int):
+                    family.add_metric([node.address], value)
+            if not self._full:
+                continue
+            for slot in facts.top_slots:
+                for family, field in slot_families:
+                    value = getattr(slot, field)
+                    if value is not None:  # the engine does not count it: no series
+                        family.add_metric([node.address, str(slot.slot)], value)
+        yield from (family for family, _ in families)
+        if self._full:
+            yield from (family for family, _ in slot_families)
+
+    def _logs(self, seeds: list[_Node]) -> Iterator[Metric]:
+        length, last_id = _new(c.SLOWLOG_LENGTH), _new(c.SLOWLOG_LAST_ID)
+        pattern_families = (
+            _new(c.SLOWLOG_PATTERN_COUNT),
+            _new(c.SLOWLOG_PATTERN_AVG),
+            _new(c.SLOWLOG_PATTERN_SHARE),
+        )
+        large_request, large_reply = (
+            _new(c.COMMANDLOG_LARGE_REQUEST),
+            _new(c.COMMANDLOG_LARGE_REPLY),
+        )
+        request_patterns, reply_patterns = (
+            _new(c.COMMANDLOG_REQUEST_PATTERN),
+            _new(c.COMMANDLOG_REPLY_PATTERN),
+        )
+        for node in seeds:
+            slowlog = self._live_state.facts(node.connection_id, SlowlogFacts)
+            if slowlog is not None and slowlog.at_ms >= self._oldest_ms:
+                if slowlog.length is not None:
+                    length.add_metric([node.address], slowlog.length)
+                if slowlog.last_id is not None:
+                    last_id.add_metric([node.address], slowlog.last_id)
+                _patterns(pattern_families, node.address, slowlog.patterns)
+            commandlog = self._live_state.facts(node.connection_id, CommandlogFacts)
+            if commandlog is not None and commandlog.at_ms >= self._oldest_ms:
+                large_request.add_metric([node.address], commandlog.large_request)
+                large_reply.add_metric([node.address], commandlog.large_reply)
+                for pattern in commandlog.large_request_patterns:
+                    request_patterns.add_metric([node.address, pattern.pattern], pattern.count)
+                for pattern in commandlog.large_reply_patterns:
+                    reply_patterns.add_metric([node.address, pattern.pattern], pattern.count)
+        yield from (length, last_id, large_request, large_reply)
+        if self._full:
+            yield from (*pattern_families, request_patterns, reply_patterns)
+
+    def _acl_and_clients(self, seeds: list[_Node]) -> Iterator[Metric]:
+        denied, by_reason, by_user = _new(c.ACL_DENIED), _new(c.ACL_BY_REASON), _new(c.ACL_BY_USER)
+        current, peak = _new(c.CLIENTS_CURRENT), _new(c.CLIENTS_PEAK)
+        by_name, by_client_user = _new(c.CLIENTS_BY_NAME), _new(c.CLIENTS_BY_USER)
+        for node in seeds:
+            acl = self._live_state.facts(node.connection_id, AclFacts)
+            if acl is not None and acl.at_ms >= self._oldest_ms:
+                denied.add_metric([node.address], acl.denied)
+                for reason, n in acl.by_reason.items():
+                    by_reason.add_metric([node.address, reason], n)
+                for user, n in acl.by_user.items():
+                    by_user.add_metric([node.address, user], n)
+            clients = self._live_state.facts(node.connection_id, ClientFacts)
+            if clients is not None and clients.at_ms >= self._oldest_ms:
+                current.add_metric([node.address], clients.current)
+                peak.add_metric([node.address], clients.peak)
+                for name, n in clients.by_name.items():
+                    by_name.add_metric([node.address, name], n)
+                for user, n in clients.by_user.items():
+                    by_client_user.add_metric([node.address, user], n)
+        yield from (denied, by_reason, current, peak)
+        if self._full:
+            yield from (by_user, by_name, by_client_user)
+
+    # --- the polls themselves ---
+
+    def _polls(self) -> Iterator[Metric]:
+        stale = _new(c.POLL_STALE)
+        fresh_after = self._now_ms - POLL_STALE_AFTER_MS
+        for connection in self._connections:
+            latest = self._live_state.latest(connection.id)
+            answered = latest is not None and latest.received_at_ms >= fresh_after
+            stale.add_metric([connection.address], 0.0 if answered else 1.0)
+        yield stale
+        if not self._full:
+            return
+        counts = self._live_state.polls
+        addresses = {connection.id: connection.address for connection in self._connections}
+        passes = _new(c.POLLS)
+        totals: dict[tuple[str, str], int] = {}
+        for (connection_id, kind, _ok), n in counts.passes.items():
+            if (address := addresses.get(connection_id)) is not None:
+                totals[(address, kind)] = totals.get((address, kind), 0) + n
+        for (address, kind), n in totals.items():
+            passes.add_metric([address, kind], n)
+        yield passes
+        durations = HistogramMetricFamily(
+            c.POLL_DURATION.name, c.POLL_DURATION.help, labels=list(c.POLL_DURATION.labels)
+        )
+        for kind, histogram in counts.durations.items():
+            cumulative, buckets = 0, []
+            for bound, n in zip((*DURATION_BUCKETS, float("inf")), histogram.counts, strict=True):
+                cumulative += n
+                buckets.append((_bound(bound), cumulative))
+            durations.add_metric([kind], buckets, histogram.total_s)
+        yield durations
+
+
+def _new(family: Family) -> GaugeMetricFamily | CounterMetricFamily:
+    labels = ["connection", *family.labels]
+    if family.kind == "counter":
+        return CounterMetricFamily(family.name, family.help, labels=labels)
+    return GaugeMetricFamily(family.name, family.help, labels=labels)
+
+
+def _patterns(
+    families: tuple[GaugeMetricFamily | CounterMetricFamily, ...],
+    address: str,
+    patterns: tuple[PatternCount, ...],
+) -> None:
+    count, avg, share = families
+    for pattern in patterns:
+        labels = [address, pattern.pattern]
+        count.add_metric(labels, pattern.count)
+        avg.add_metric(labels, pattern.avg_duration_us / 1e6)
+        share.add_metric(labels, pattern.percentage)
+
+
+def _bound(value: float) -> str:
+    return "+Inf" if value == float("inf") else repr(value)

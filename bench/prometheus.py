@@ -1,0 +1,173 @@
+"""Scrape time of /api/prometheus/metrics with 1, 20 and 100 connections, and the CPU
+time of one OTLP export cycle per node.
+
+Starts up to 100 real Valkey servers on loopback, each with keys in three databases and
+a few dozen commands in its commandstats and slow log, registers them with one
+in-process svc-monitor (memory storage, default poll settings: the polls keep running
+while it is scraped, as in production), waits until every connection has been observed,
+then scrapes `--scrapes` times in a row over HTTP (ASGI) and prints the median and p99
+(target: p99 under 50 ms at 100 connections), for the standard and the full profile.
+Then it builds the OTLP export requests of the same registry in both modes and prints
+the CPU per node of one cycle (families, conversion, protobuf encoding and gzip).
+
+    .venv/bin/python bench/prometheus.py [--scrapes 200] [--sizes 1,20,100]
+"""
+
+import argparse
+import asyncio
+import contextlib
+import gzip
+import statistics
+import time
+from collections.abc import AsyncIterator
+from typing import Literal
+
+import httpx
+import uvloop
+import valkey
+
+from svc_monitor.app import create_app
+from svc_monitor.config import ExportMode, Settings, StorageType
+from svc_monitor.embedded import EmbeddedValkey
+from svc_monitor.services import Services
+
+NOWHERE = "http://127.0.0.1:9"  # the update check must not leave loopback
+METRICS = "/api/prometheus/metrics"
+PROFILES: tuple[Literal["standard", "full"], ...] = ("standard", "full")
+
+
+def fill(port: int) -> None:
+    """Keys in three databases, varied commands, slow log entries: a realistic INFO."""
+    for db in range(3):
+        with valkey.Valkey(host="127.0.0.1", port=port, db=db) as client:
+            pipe = client.pipeline(transaction=False)
+            for i in range(200):
+                pipe.set(f"user:{i}", "x" * 32, ex=3600 if i % 2 else None)
+                pipe.hset(f"h:{i}", mapping={"a": 1, "b": 2})
+                pipe.lpush(f"l:{i % 10}", i)
+                pipe.sadd(f"s:{i % 10}", i)
+                pipe.zadd(f"z:{i % 10}", {str(i): i})
+                pipe.get(f"user:{i}")
+                pipe.hgetall(f"h:{i}")
+                pipe.incr("counter")
+            pipe.config_set("slowlog-log-slower-than", 0)
+            pipe.execute()
+
+
+@contextlib.asynccontextmanager
+async def monitor(
+    servers: list[EmbeddedValkey], profile: Literal["standard", "full"]
+) -> AsyncIterator[tuple[Services, httpx.AsyncClient]]:
+    settings = Settings(
+        _env_file=None,
+        STORAGE_TYPE=StorageType.MEMORY,
+        DB_HOST="127.0.0.1",
+        DB_PORT=servers[0].port,
+        ENTITLEMENT_URL=NOWHERE,
+        RELEASES_URL=NOWHERE,
+        LOG_LEVEL="warning",
+        METRICS_EXPORT_PROFILE=profile,
+        WORKSPACE_DISABLED=True,  # the bench calls the API without signing in
+    )
+    # As the command line does: the loaded service's objects out of the collector's sight.
+    app = create_app(settings, freeze_heap=True)
+    services: Services = app.state.services
+    transport = httpx.ASGITransport(app=app)
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=transport, base_url="http://bench") as client,
+    ):
+        for server in servers[1:]:
+            response = await client.post(
+                "/api/connections",
+                json={"name": f"v{server.port}", "host": "127.0.0.1", "port": server.port},
+            )
+            response.raise_for_status()
+        await observed(services, len(servers))
+        yield services, client
+
+
+async def observed(services: Services, count: int) -> None:
+    ids = [c.id for c in await services.connections.list()]
+    for _ in range(600):  # bounded: 60 s
+        if all(services.live_state.latest(i) is not None for i in ids) and len(ids) == count:
+            await asyncio.sleep(2)  # the slower polls (slow log, commandstats) too
+            return
+        await asyncio.sleep(0.1)
+    raise RuntimeError("not every connection was observed within 60 s")
+
+
+async def scrape_times(client: httpx.AsyncClient, scrapes: int) -> tuple[list[float], int]:
+    times: list[float] = []
+    size = 0
+    for _ in range(scrapes):
+        started = time.perf_counter()
+        response = await client.get(METRICS)
+        times.append((time.perf_counter() - started) * 1000)
+        response.raise_for_status()
+        size = len(response.content)
+    return times, size
+
+
+def p99(values: list[float]) -> float:
+    return statistics.quantiles(values, n=100)[98] if len(values) >= 2 else values[0]
+
+
+async def export_cpu_per_node(services: Services, nodes: int, repeats: int) -> dict[str, float]:
+    from svc_monitor.otlp.semconv import build_requests
+    from svc_monitor.otlp.series_memory import SeriesMemory
+
+    figures: dict[str, float] = {}
+    for mode in (ExportMode.MIRROR, ExportMode.SEMCONV):
+        memory = SeriesMemory(bound_ns=300 * 10**9)
+        started = time.process_time()
+        for _ in range(repeats):
+            families = await services.prometheus.families()
+            requests = build_requests(
+                families, mode=mode, now_ns=time.time_ns(), series_memory=memory
+            )
+            for _key, message in requests:
+                gzip.compress(message.SerializeToString(), compresslevel=6)
+        figures[mode.value] = (time.process_time() - started) * 1000 / repeats / nodes
+    return figures
+
+
+async def run(sizes: list[int], scrapes: int) -> None:
+    biggest = max(sizes)
+    servers: list[EmbeddedValkey] = []
+    try:
+        for _ in range(biggest):
+            server = EmbeddedValkey()
+            servers.append(server)
+            server.start()
+            fill(server.port)
+        for size in sizes:
+            for profile in PROFILES:
+                async with monitor(servers[:size], profile) as (services, client):
+                    await scrape_times(client, 5)  # warm: first-use imports
+                    times, body = await scrape_times(client, scrapes)
+                    print(
+                        f"{size:>3} connections, {profile:<8}: scrape median "
+                        f"{statistics.median(times):6.2f} ms, p99 {p99(times):6.2f} ms "
+                        f"({body / 1024:,.0f} KiB)"
+                    )
+                    if profile == "standard" and size == biggest:
+                        cpu = await export_cpu_per_node(services, size, repeats=20)
+                        for mode, ms in cpu.items():
+                            print(f"OTLP export cycle, {mode}: {ms:.3f} ms CPU per node")
+    finally:
+        for server in servers:
+            server.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--scrapes", type=int, default=200)
+    parser.add_argument("--sizes", default="1,20,100")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    uvloop.run(run(sizes, args.scrapes))
+
+
+if __name__ == "__main__":
+    main()

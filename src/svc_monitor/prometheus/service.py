@@ -1,0 +1,74 @@
+"""The registry behind `GET /api/prometheus/metrics` and the OTLP metrics export.
+
+The scrape is the source of truth and the export mirrors it, so both read the same
+`families()`: the connection families built from live state at that moment
+(prometheus/collector.py), then the service's own (process, garbage collector, and
+whatever else registered itself with `add`, such as the exporters' own counters).
+"""
+
+from typing import TYPE_CHECKING
+
+from svc_monitor.config import Settings
+from svc_monitor.connections.service import ConnectionService
+from svc_monitor.events import now_ms
+from svc_monitor.polling.live_state import LiveState
+
+if TYPE_CHECKING:
+    from prometheus_client.metrics_core import Metric
+    from prometheus_client.registry import Collector
+
+
+class PrometheusService:
+    """Builds the families on demand; holds nothing between scrapes but the collectors."""
+
+    def __init__(
+        self, connections: ConnectionService, live_state: LiveState, settings: Settings
+    ) -> None:
+        self._connections = connections
+        self._live_state = live_state
+        self._settings = settings
+        self._own: list[Collector] = []
+        self._own_ready = False
+
+    @property
+    def full_profile(self) -> bool:
+        return self._settings.METRICS_EXPORT_PROFILE == "full"
+
+    def add(self, collector: "Collector") -> None:
+        """Register a collector of the service's own families (no `connection` label)."""
+        self._own.append(collector)
+
+    async def families(self) -> list["Metric"]:
+        """Every family of one scrape, in the order the text shows them."""
+        # Imported on the first use: an install nobody scrapes keeps its ~0.6 MB.
+        from svc_monitor.prometheus.collector import LiveStateCollector, ScrapedConnection
+
+        self._add_process_collectors()
+        connections = [
+            ScrapedConnection(c.id, f"{c.host}:{c.port}") for c in await self._connections.list()
+        ]
+        collector = LiveStateCollector(
+            self._live_state,
+            connections,
+            now_ms=now_ms(),
+            staleness_ms=self._settings.PROMETHEUS_STALENESS_MS,
+            full=self.full_profile,
+        )
+        found: list[Metric] = [f for f in collector.collect() if f.samples]
+        for own in self._own:
+            found.extend(own.collect())
+        return found
+
+    async def render(self) -> bytes:
+        """The Prometheus text format (0.0.4) of `families()`."""
+        from svc_monitor.prometheus.text import render
+
+        return render(await self.families())
+
+    def _add_process_collectors(self) -> None:
+        if self._own_ready:
+            return
+        from svc_monitor.prometheus.process import own_collectors
+
+        self._own[:0] = own_collectors()
+        self._own_ready = True
