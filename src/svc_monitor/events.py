@@ -113,7 +113,7 @@ class EventBus:
 
 # --- Readings: facts a threshold consumer judges against its own thresholds ---
 # Detectors publish these on every observation; they are not alerts. Webhooks apply each
-# webhook's thresholds and hysteresis (webhooks/alerts.py), so two webhooks with different
+# webhook's thresholds and hysteresis (notifications/alerts.py), so two webhooks with different
 # thresholds see the same reading and decide for themselves.
 
 
@@ -176,6 +176,17 @@ class ClusterStateChanged(InstanceEvent):
     slots_assigned: int
     slots_failed: int
     previous_slots_failed: int
+    known_nodes: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClusterBusCorruption(InstanceEvent):
+    """A corruption counter of CLUSTER INFO (crc, checksum, corrupt or invalid in its
+    name) grew between two reads: the cluster bus received messages it had to discard."""
+
+    increases: dict[str, int]  # counter name -> increase since the previous read
+    totals: dict[str, int]  # counter name -> value now
+    state: str
     known_nodes: int
 
 

@@ -78,7 +78,7 @@ class TestEditorInTheBrowser:
 
             # Community tier: the picker shows every event, the paid ones disabled with
             # the tier that unlocks them.
-            assert await form.locator('input[name="events"]').count() == 16
+            assert await form.locator('input[name="events"]').count() == 17
             slowlog = form.locator('[data-event="slowlog.threshold"]')
             await expect(slowlog.locator("input")).to_be_disabled()
             await expect(slowlog).to_contain_text("needs Pro")

@@ -170,7 +170,7 @@ class TestTier:
                 "/api/webhooks", json=body(receiver.url(), events=allowed["allowedEvents"])
             )
         assert answer.status_code == 201
-        assert len(answer.json()["events"]) == 16
+        assert len(answer.json()["events"]) == 17
 
 
 class TestUpdateAndDelete:

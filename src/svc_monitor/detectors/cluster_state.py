@@ -5,11 +5,15 @@ The first read of a connection only sets the starting point (a cluster found fai
 is not a change we saw happen); after that every change fires once, in each direction,
 so a recovery (fail -> ok) is published as well as the failure. A reply without those
 fields (a server that is not a cluster, or a refused command) changes nothing.
+
+The same reads feed the cluster bus corruption detector (cluster_bus.py), so one
+CLUSTER INFO per pass serves both.
 """
 
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from svc_monitor.detectors.cluster_bus import ClusterBusDetector
 from svc_monitor.events import ClusterStateChanged, EventBus
 
 
@@ -25,10 +29,12 @@ class ClusterStateDetector:
     def __init__(self, bus: EventBus) -> None:
         self._bus = bus
         self._seen: dict[str, _Seen] = {}
+        self._bus_corruption = ClusterBusDetector(bus)
 
     def observe(
         self, connection_id: str, cluster_info: Mapping[str, int | str], *, at_ms: int
     ) -> None:
+        self._bus_corruption.observe(connection_id, cluster_info, at_ms=at_ms)
         state = cluster_info.get("cluster_state")
         failed = cluster_info.get("cluster_slots_fail")
         assigned = cluster_info.get("cluster_slots_assigned")
@@ -60,3 +66,4 @@ class ClusterStateDetector:
 
     def forget(self, connection_id: str) -> None:
         self._seen.pop(connection_id, None)
+        self._bus_corruption.forget(connection_id)

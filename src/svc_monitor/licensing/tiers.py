@@ -68,6 +68,9 @@ WEBHOOK_EVENT_TIERS: dict[str, Tier] = {
     "slowlog.threshold": Tier.PRO,
     "replication.lag": Tier.PRO,
     "cluster.failover": Tier.PRO,
+    # Named by us (the spec leaves it open), in the style of the others: lowercase words
+    # joined by dots, no underscores (audit.policy.violation), under cluster.*.
+    "cluster.bus.corruption": Tier.PRO,
     "anomaly.detected": Tier.PRO,
     "latency.spike": Tier.PRO,
     "connection.spike": Tier.PRO,

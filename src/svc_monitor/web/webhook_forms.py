@@ -15,12 +15,12 @@ from pydantic import BaseModel, ValidationError
 
 from svc_monitor.errors import Unprocessable
 from svc_monitor.licensing.tiers import WEBHOOK_EVENT_TIERS, Tier
+from svc_monitor.notifications.thresholds import Thresholds
 from svc_monitor.web.forms import MAX_FORM_BYTES
 from svc_monitor.webhooks.schemas import (
     AlertConfig,
     DeliveryConfig,
     RetryPolicy,
-    Thresholds,
     WebhookCreate,
     WebhookRead,
     WebhookUpdate,
@@ -305,7 +305,7 @@ class EventTierGroup:
 def event_picker(
     tier: Tier, *, checked: frozenset[str], subscribed: tuple[str, ...] | list[str] = ()
 ) -> list[EventTierGroup]:
-    """All 16 events by the tier that unlocks them. An event above `tier` that the webhook
+    """Every event by the tier that unlocks it. An event above `tier` that the webhook
     already has stays choosable (the service keeps it), so saving does not drop it."""
     groups = {t: EventTierGroup(t) for t in Tier}
     for event, needs in WEBHOOK_EVENT_TIERS.items():

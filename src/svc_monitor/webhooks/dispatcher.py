@@ -1,11 +1,11 @@
 """From bus events to deliveries: which webhooks want this event, and what each one gets.
 
-For each event: the candidate notifications (catalogue.py), then for every enabled
-webhook whose scope covers the event's connection and which subscribes to the type: the
-tier check (a licence that lapsed stops paid events, even on webhooks saved before), the
-threshold and hysteresis check for measured ones (alerts.py, per webhook), and one
-delivery with its envelope. One event's deliveries are stored together and attempted at
-once (worker.py).
+For each event: the candidate notifications (notifications/catalogue.py), then for
+every enabled webhook whose scope covers the event's connection and which subscribes to
+the type: the tier check (a licence that lapsed stops paid events, even on webhooks
+saved before), the threshold and hysteresis check for measured ones
+(notifications/alerts.py, per webhook), and one delivery with its envelope. One
+event's deliveries are stored together and attempted at once (worker.py).
 """
 
 import json
@@ -19,8 +19,8 @@ from svc_monitor.errors import NotFound
 from svc_monitor.events import ConnectionsChanged, Event, EventBus, InstanceEvent
 from svc_monitor.licensing.service import LicenseService
 from svc_monitor.licensing.tiers import WEBHOOK_EVENT_TIERS
-from svc_monitor.webhooks.alerts import AlertStates
-from svc_monitor.webhooks.catalogue import Measured, candidates
+from svc_monitor.notifications.alerts import AlertStates
+from svc_monitor.notifications.catalogue import Measured, candidates
 from svc_monitor.webhooks.models import Delivery, DeliveryStatus, Webhook
 from svc_monitor.webhooks.worker import DeliveryWorker, Job, now_ms
 

@@ -9,10 +9,13 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from svc_monitor.licensing.tiers import WEBHOOK_EVENT_TIERS
+from svc_monitor.notifications.thresholds import Thresholds
+
 # Ours where the spec gives no range: generous enough for any real receiver, small
 # enough that a typo (a delay of days) is refused rather than stored.
 MAX_NAME = 100
-MAX_EVENTS = 16
+MAX_EVENTS = len(WEBHOOK_EVENT_TIERS)  # each event type once
 
 
 class _Strict(BaseModel):
@@ -47,22 +50,6 @@ class DeliveryConfig(_Strict):
 
 class AlertConfig(_Strict):
     hysteresisFactor: Annotated[float, Field(ge=0.5, le=0.99)] = 0.9
-
-
-class Thresholds(_Strict):
-    """Per-webhook trigger levels; each applies only to the event it names."""
-
-    memoryCriticalPercent: Annotated[int, Field(ge=1, le=100)] = 90
-    connectionCriticalPercent: Annotated[int, Field(ge=1, le=100)] = 90
-    complianceMemoryPercent: Annotated[int, Field(ge=1, le=100)] = 80
-    slowlogCount: Annotated[int, Field(ge=1, le=1_000_000)] = 100
-    replicationLagSeconds: Annotated[int, Field(ge=1, le=86_400)] = 10
-    latencySpikeMs: Annotated[int, Field(ge=0, le=600_000)] = Field(
-        0, description="0 = automatic baseline detection"
-    )
-    connectionSpikeCount: Annotated[int, Field(ge=0, le=1_000_000)] = Field(
-        0, description="0 = automatic baseline detection"
-    )
 
 
 Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME)]

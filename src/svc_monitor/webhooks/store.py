@@ -37,10 +37,11 @@ from sqlalchemy import (
 )
 
 from svc_monitor.connections.secrets import SecretBox
+from svc_monitor.notifications.thresholds import Thresholds
 from svc_monitor.storage.database import Database
 from svc_monitor.storage.metadata import metadata
 from svc_monitor.webhooks.models import QUEUED, Delivery, DeliveryStatus, Outcome, Webhook
-from svc_monitor.webhooks.schemas import AlertConfig, DeliveryConfig, RetryPolicy, Thresholds
+from svc_monitor.webhooks.schemas import AlertConfig, DeliveryConfig, RetryPolicy
 
 webhooks = Table(
     "webhooks",

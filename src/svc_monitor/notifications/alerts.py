@@ -1,8 +1,9 @@
 """Alert state for threshold events: fire once on crossing, re-arm below the recovery level.
 
-Per webhook, connection and event: a webhook with threshold 90 and hysteresisFactor 0.9
-fires when the value goes above 90, stays quiet while it moves between 81 and 90 (or
-above), and may fire again once it has dropped below 81. Only active alerts are kept, in
+Per consumer (a webhook, or the OTLP event export), connection and event: with threshold
+90 and hysteresisFactor 0.9 an alert fires when the value goes above 90, stays quiet
+while it moves between 81 and 90 (or above), and may fire again once it has dropped
+below 81. Only active alerts are kept, in
 an LRU of at most 1000 entries with a 24-hour TTL (the spec's limits): an evicted or
 expired alert that is still above its threshold fires again, which doubles as a daily
 reminder. State is in memory and starts empty after a restart.
@@ -15,7 +16,7 @@ from collections.abc import Callable
 CAPACITY = 1000
 TTL_MS = 24 * 3600 * 1000
 
-AlertKey = tuple[str, str, str]  # webhook id, connection id, event type
+AlertKey = tuple[str, str, str]  # webhook id (or consumer name), connection id, event type
 
 
 def _now_ms() -> int:

@@ -1,14 +1,20 @@
-"""Which webhook events a bus event can become, and each one's `data` payload.
+"""Which notifications a bus event can become, and each one's `data` payload.
+
+A notification is named by its webhook event type (`instance.down`, ...). Both consumers
+of the bus that tell people use this one table: webhooks (webhooks/dispatcher.py) and
+the OTLP event export (otlp/events_export.py).
 
 Two kinds of notification come out of an event:
-- occurrences (instance.down/up, client.blocked, cluster.failover, anomaly.detected,
-  acl.violation, audit.policy.violation, acl.modified, config.changed) fire every time;
+- occurrences (instance.down/up, client.blocked, cluster.failover, cluster.bus.corruption,
+  anomaly.detected, acl.violation, audit.policy.violation, acl.modified, config.changed)
+  fire every time;
 - threshold notifications come from readings (memory, clients, replication, slow log,
   latency): each carries the measured value and, per webhook, the level it is judged
   against (that webhook's `thresholds`, or the automatic baseline when a spike
-  threshold is 0). webhooks/alerts.py adds the hysteresis.
+  threshold is 0). alerts.py beside this module adds the hysteresis.
 
-The spec leaves latency.spike and connection.spike payloads open; ours are documented
+The spec leaves the latency.spike, connection.spike and cluster.bus.corruption payloads
+(and the last one's name) open; ours are documented
 in the README (and in OpenAPI's description of the webhooks tag). Strings that come
 from a server (user names, keys, config values) are clipped so one event can never
 make a huge body.
@@ -24,6 +30,7 @@ from svc_monitor.events import (
     AclModified,
     AnomalyDetected,
     ClientsReading,
+    ClusterBusCorruption,
     ClusterStateChanged,
     ConfigChanged,
     Event,
@@ -34,7 +41,7 @@ from svc_monitor.events import (
     ReplicationReading,
     SlowlogLength,
 )
-from svc_monitor.webhooks.schemas import Thresholds
+from svc_monitor.notifications.thresholds import Thresholds
 
 MAX_TEXT = 1024  # characters of any one server-provided string in a payload
 
@@ -249,6 +256,23 @@ def _cluster(e: Any) -> list[Candidate]:
     return [Occurrence("cluster.failover", data)]
 
 
+def _cluster_bus(e: Any) -> list[Candidate]:
+    assert isinstance(e, ClusterBusCorruption)
+    corrupt = sum(e.increases.values())
+    counters = ", ".join(f"{name} +{n}" for name, n in sorted(e.increases.items()))
+    data = {
+        "corruptMessages": corrupt,
+        "increases": dict(e.increases),
+        "totals": dict(e.totals),
+        "clusterState": e.state,
+        "knownNodes": e.known_nodes,
+        "message": f"Cluster bus discarded {corrupt} corrupt messages since the last read "
+        f"({counters})",
+        "timestamp": e.at_ms,
+    }
+    return [Occurrence("cluster.bus.corruption", data)]
+
+
 def _acl_denied(e: Any) -> list[Candidate]:
     assert isinstance(e, AclDenied)
     user, client = _clip(e.username), _clip(e.client_info)
@@ -346,6 +370,7 @@ _BUILDERS: dict[type, Callable[[Any], list[Candidate]]] = {
     SlowlogLength: _slowlog,
     LatencyReading: _latency,
     ClusterStateChanged: _cluster,
+    ClusterBusCorruption: _cluster_bus,
     AclDenied: _acl_denied,
     AclModified: _acl_modified,
     ConfigChanged: _config_changed,
