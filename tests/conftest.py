@@ -7,4 +7,5 @@ pytest_plugins = [
     "tests.fixtures.workspace",
     "tests.fixtures.broker",
     "tests.fixtures.receiver",
+    "tests.fixtures.otlp_receiver",
 ]

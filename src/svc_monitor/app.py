@@ -43,11 +43,15 @@ from svc_monitor.licensing.telemetry import UsageTelemetry
 from svc_monitor.metrics.api import router as metrics_router
 from svc_monitor.metrics.service import MetricsService
 from svc_monitor.metrics.store import MetricsStore
+from svc_monitor.notifications.alerts import AlertStates
+from svc_monitor.otlp.export_stats import ExportStats
+from svc_monitor.otlp.transport import OtlpTransport
 from svc_monitor.polling.health import InstanceHealth
 from svc_monitor.polling.info_poll import InfoPoller
 from svc_monitor.polling.live_state import LiveState
 from svc_monitor.polling.observe import Observer
 from svc_monitor.polling.supervisor import PollSupervisor
+from svc_monitor.prometheus.service import PrometheusService
 from svc_monitor.runtime_settings.api import router as settings_router
 from svc_monitor.runtime_settings.service import RuntimeSettingsService
 from svc_monitor.runtime_settings.store import RuntimeSettingsStore
@@ -59,7 +63,6 @@ from svc_monitor.system.service import HealthService
 from svc_monitor.system.version_check import VersionService
 from svc_monitor.web.assets import mount_static, plain_page, refused_page
 from svc_monitor.web.docs import mount_docs
-from svc_monitor.webhooks.alerts import AlertStates
 from svc_monitor.webhooks.api import router as webhooks_router
 from svc_monitor.webhooks.dispatcher import WebhookDispatcher
 from svc_monitor.webhooks.sender import Sender
@@ -88,7 +91,12 @@ level and re-arm below `level x hysteresisFactor`.
 Payloads the spec leaves open: `latency.spike` `{latencyMs, threshold, baselineMs,
 detection, message, timestamp}`; `connection.spike` `{connectedClients, threshold,
 baseline, detection, message, timestamp}` (`detection`: `threshold`, or `automatic` when
-the webhook's level is 0 and the rolling baseline decides)."""
+the webhook's level is 0 and the rolling baseline decides).
+
+`cluster.bus.corruption` (pro; named by us) fires when a CLUSTER INFO counter whose name
+mentions crc, checksum, corrupt or invalid grows between two reads: `{corruptMessages,
+increases, totals, clusterState, knownNodes, message, timestamp}` (`increases` and
+`totals` map counter names to counts). Stock Valkey and Redis report no such counter."""
 _CANARY_TEXT = "svc-monitor encryption canary"
 
 
@@ -122,6 +130,7 @@ def build_services(settings: Settings, *, clock: Callable[[], float] = time.time
         settings=settings,
         bus=bus,
         health=instance_health,
+        live_state=live_state,
         kinds=[InfoPoller(connections, observer).kind()],
     )
     sender = Sender(
@@ -141,6 +150,27 @@ def build_services(settings: Settings, *, clock: Callable[[], float] = time.time
     webhook_dispatcher = WebhookDispatcher(
         bus, webhook_worker, webhooks.active, connections, license, AlertStates()
     )
+    otlp_stats = ExportStats()
+    endpoint = settings.OTEL_EXPORTER_OTLP_ENDPOINT
+    otlp_transport = (
+        OtlpTransport(endpoint) if endpoint and settings.OTEL_TELEMETRY_ENABLED else None
+    )
+    event_exporter = None
+    if otlp_transport is not None and settings.OTEL_EVENTS_ENABLED:
+        # Imported here: the protobuf classes load only when events are exported.
+        from svc_monitor.otlp.events_export import EventExporter
+
+        event_exporter = EventExporter(bus, otlp_transport, otlp_stats, connections)
+    prometheus = PrometheusService(connections, live_state, settings)
+    prometheus.add(otlp_stats)
+    metrics_exporter = None
+    if otlp_transport is not None:
+        # Imported here, like the events': the protobuf classes load only when exporting.
+        from svc_monitor.otlp.metrics_export import MetricsExporter
+
+        metrics_exporter = MetricsExporter.from_settings(
+            settings, prometheus, otlp_transport, otlp_stats
+        )
     return Services(
         settings=settings,
         db=db,
@@ -164,6 +194,11 @@ def build_services(settings: Settings, *, clock: Callable[[], float] = time.time
         webhooks=webhooks,
         webhook_worker=webhook_worker,
         webhook_dispatcher=webhook_dispatcher,
+        prometheus=prometheus,
+        otlp_stats=otlp_stats,
+        otlp_transport=otlp_transport,
+        event_exporter=event_exporter,
+        metrics_exporter=metrics_exporter,
     )
 
 
@@ -208,6 +243,14 @@ def create_app(
             asyncio.create_task(services.webhook_worker.run(), name="webhook-deliveries"),
             asyncio.create_task(services.webhook_dispatcher.run(), name="webhook-dispatch"),
         ]
+        if services.event_exporter is not None:
+            background.append(
+                asyncio.create_task(services.event_exporter.run(), name="otlp-event-export")
+            )
+        if services.metrics_exporter is not None:
+            background.append(
+                asyncio.create_task(services.metrics_exporter.run(), name="otlp-metrics-export")
+            )
         features = asyncio.create_task(
             _install_features(
                 app,
@@ -359,6 +402,8 @@ async def _stop(app: FastAPI, services: Services) -> None:
     if features is not None:
         await features.clusters.close()
     await services.live.close()
+    if services.otlp_transport is not None:
+        await services.otlp_transport.close()
     await services.db.close()
 
 

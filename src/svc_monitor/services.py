@@ -37,10 +37,15 @@ if TYPE_CHECKING:
     from svc_monitor.licensing.telemetry import UsageTelemetry
     from svc_monitor.live_metrics.service import LiveMetricsService
     from svc_monitor.metrics.service import MetricsService
+    from svc_monitor.otlp.events_export import EventExporter
+    from svc_monitor.otlp.export_stats import ExportStats
+    from svc_monitor.otlp.metrics_export import MetricsExporter
+    from svc_monitor.otlp.transport import OtlpTransport
     from svc_monitor.polling.health import InstanceHealth
     from svc_monitor.polling.live_state import LiveState
     from svc_monitor.polling.observe import Observer
     from svc_monitor.polling.supervisor import PollSupervisor
+    from svc_monitor.prometheus.service import PrometheusService
     from svc_monitor.runtime_settings.service import RuntimeSettingsService
     from svc_monitor.slowlog.service import SlowlogService
     from svc_monitor.storage.retention import HistoryRetention
@@ -77,6 +82,11 @@ class Services:
     webhooks: "WebhookService"
     webhook_worker: "DeliveryWorker"  # attempts, outcomes and the retry queue
     webhook_dispatcher: "WebhookDispatcher"  # bus events -> deliveries
+    prometheus: "PrometheusService"  # the registry: scrape and OTLP export
+    otlp_stats: "ExportStats"  # both OTLP exports' own outcomes (svc_otlp_export_*)
+    otlp_transport: "OtlpTransport | None"  # None: no endpoint, or OTEL_TELEMETRY_ENABLED off
+    event_exporter: "EventExporter | None"  # events as OTLP logs; None when that is off
+    metrics_exporter: "MetricsExporter | None"  # the registry over OTLP; None when export is off
 
 
 @dataclass(frozen=True, slots=True)

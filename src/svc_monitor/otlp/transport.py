@@ -1,0 +1,137 @@
+"""One OTLP/HTTP client for both exports (`/v1/metrics` and `/v1/logs`).
+
+Protobuf bodies, gzip (what the Collector's own `otlphttp` exporter sends by default, and
+what every OTLP receiver must accept), one aiohttp session with keep-alive. aiohttp, as
+webhooks/sender.py explains, and imported on the first push, so an install that exports
+nothing never loads it. No retries here: the next interval's push carries newer values,
+which is what a retry would have sent.
+
+The endpoint is the operator's own collector, so there is no SSRF check; but the URL may
+carry credentials (`https://user:token@collector/`), so error texts never include it.
+"""
+
+import asyncio
+import gzip
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+if TYPE_CHECKING:
+    import aiohttp
+
+USER_AGENT = "Svc-Monitor/1.0"  # the spec's exact value, whatever our version
+CONTENT_TYPE = "application/x-protobuf"
+# The OpenTelemetry SDKs' default (OTEL_EXPORTER_OTLP_TIMEOUT, 10 s).
+DEFAULT_TIMEOUT_S = 10.0
+# Both exports together: at most 8 metric pushes (the spec's limit) plus the logs.
+MAX_CONNECTIONS = 16
+# An error reply is a google.rpc.Status or a line of text; keep enough to read it.
+_MAX_REPLY_BYTES = 64 * 1024
+_MAX_ERROR_CHARS = 300
+
+
+@dataclass(frozen=True, slots=True)
+class PostResult:
+    """What came of one POST: `ok` is a 2xx; `error` is for humans and never names the URL."""
+
+    ok: bool
+    status: int | None  # None: nothing answered (refused, timed out, reset)
+    error: str | None
+    duration_s: float
+    body: bytes = b""  # the reply (an Export*ServiceResponse on success, up to 64 KiB)
+
+
+class OtlpTransport:
+    """Posts serialized OTLP messages to `<endpoint>/v1/<signal>`."""
+
+    def __init__(self, endpoint: str, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+        self._base = endpoint.rstrip("/")
+        self._timeout_s = timeout_s
+        self._session: aiohttp.ClientSession | None = None
+        self._closed = False
+
+    def url(self, path: str) -> str:
+        return self._base + "/" + path.lstrip("/")
+
+    @property
+    def target(self) -> str:
+        """scheme://host:port of the collector, safe to log (no credentials, no path)."""
+        parts = urlsplit(self._base)
+        host = parts.hostname or ""
+        if ":" in host:
+            host = f"[{host}]"
+        port = f":{parts.port}" if parts.port else ""
+        return f"{parts.scheme}://{host}{port}"
+
+    async def post(
+        self, path: str, message_bytes: bytes, *, timeout_s: float | None = None
+    ) -> PostResult:
+        """POST a serialized Export*ServiceRequest to `path` (e.g. "/v1/metrics")."""
+        started = time.perf_counter()
+        body = gzip.compress(message_bytes, compresslevel=6)
+        headers = {
+            "Content-Type": CONTENT_TYPE,
+            "Content-Encoding": "gzip",
+            "User-Agent": USER_AGENT,
+        }
+        limit = self._timeout_s if timeout_s is None else timeout_s
+        try:
+            async with asyncio.timeout(limit):
+                status, reply, text = await self._send(self.url(path), headers, body)
+        except TimeoutError:
+            return _failed(started, None, f"no answer within {limit:g} s")
+        except Exception as exc:  # any transport failure is one failed push
+            return _failed(started, None, self._scrub(_describe(exc)))
+        if 200 <= status < 300:
+            return PostResult(True, status, None, time.perf_counter() - started, reply)
+        return _failed(started, status, f"HTTP {status}" + (f": {text}" if text else ""), reply)
+
+    def _scrub(self, text: str) -> str:
+        """`text` without the endpoint's path, query or credentials (an InvalidURL names it)."""
+        parts = urlsplit(self._base)
+        for secret in (self._base, parts.password, parts.username, parts.query, parts.path):
+            if secret and len(secret) > 1:
+                text = text.replace(secret, "***")
+        return text
+
+    async def close(self) -> None:
+        self._closed = True
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    async def _client(self) -> "aiohttp.ClientSession":
+        if self._closed:
+            raise RuntimeError("the OTLP transport is closed")
+        if self._session is None:
+            import aiohttp
+
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=MAX_CONNECTIONS),
+                cookie_jar=aiohttp.DummyCookieJar(),
+            )
+        return self._session
+
+    async def _send(self, url: str, headers: dict[str, str], body: bytes) -> tuple[int, bytes, str]:
+        session = await self._client()
+        async with session.post(url, data=body, headers=headers, allow_redirects=False) as r:
+            reply = await r.content.read(_MAX_REPLY_BYTES)
+            return r.status, reply, _readable(reply, r.content_type)
+
+
+def _readable(reply: bytes, content_type: str) -> str:
+    """The reply as a short text when it is text; a protobuf Status stays unread."""
+    if not reply or not (content_type.startswith("text/") or content_type.endswith("json")):
+        return ""
+    return reply.decode("utf-8", errors="replace").strip()[:_MAX_ERROR_CHARS]
+
+
+def _failed(started: float, status: int | None, error: str, body: bytes = b"") -> PostResult:
+    return PostResult(False, status, error, time.perf_counter() - started, body)
+
+
+def _describe(exc: BaseException) -> str:
+    # aiohttp's texts name host and port, never the path, query or userinfo.
+    text = str(exc) or type(exc).__name__
+    return f"{type(exc).__name__}: {text}"[:_MAX_ERROR_CHARS]
