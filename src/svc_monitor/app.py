@@ -161,7 +161,7 @@ def build_services(settings: Settings, *, clock: Callable[[], float] = time.time
         from svc_monitor.otlp.events_export import EventExporter
 
         event_exporter = EventExporter(bus, otlp_transport, otlp_stats, connections)
-    prometheus = PrometheusService(connections, live_state, settings)
+    prometheus = PrometheusService(supervisor.polled_connections, live_state, settings)
     prometheus.add(otlp_stats)
     metrics_exporter = None
     if otlp_transport is not None:

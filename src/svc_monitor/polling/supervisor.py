@@ -82,6 +82,11 @@ class PollSupervisor:
             for polled in self._polled.values():
                 self._start_kind(polled, kind)
 
+    def polled_connections(self) -> list[Connection]:
+        """The connections polled now (the registry as of the last reconcile, less those
+        whose password cannot be read), without a query: a scrape asks on every request."""
+        return [polled.connection for polled in self._polled.values()]
+
     def loops_of(self, connection_id: str) -> dict[str, PollLoop]:
         polled = self._polled.get(connection_id)
         return {} if polled is None else polled.loops

@@ -6,10 +6,13 @@ The scrape is the source of truth and the export mirrors it, so both read the sa
 whatever else registered itself with `add`, such as the exporters' own counters).
 """
 
+import contextlib
+import gc
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from svc_monitor.config import Settings
-from svc_monitor.connections.service import ConnectionService
+from svc_monitor.connections.models import Connection
 from svc_monitor.events import now_ms
 from svc_monitor.polling.live_state import LiveState
 
@@ -17,12 +20,17 @@ if TYPE_CHECKING:
     from prometheus_client.metrics_core import Metric
     from prometheus_client.registry import Collector
 
+    from svc_monitor.prometheus.collector import Rows
+
 
 class PrometheusService:
     """Builds the families on demand; holds nothing between scrapes but the collectors."""
 
     def __init__(
-        self, connections: ConnectionService, live_state: LiveState, settings: Settings
+        self,
+        connections: Callable[[], Sequence[Connection]],
+        live_state: LiveState,
+        settings: Settings,
     ) -> None:
         self._connections = connections
         self._live_state = live_state
@@ -39,14 +47,28 @@ class PrometheusService:
         self._own.append(collector)
 
     async def families(self) -> list["Metric"]:
-        """Every family of one scrape, in the order the text shows them."""
+        """Every family of one scrape as prometheus_client families (the OTLP export)."""
+        from svc_monitor.prometheus.collector import Rows
+
+        with _collector_paused():
+            return [f.metric() if isinstance(f, Rows) else f for f in self._collect()]
+
+    async def render(self) -> bytes:
+        """The Prometheus text format (0.0.4) of one scrape."""
+        from svc_monitor.prometheus.text import render
+
+        with _collector_paused():
+            return render(self._collect())
+
+    def _collect(self) -> list["Rows | Metric"]:
+        """Every family of one scrape, in the order the text shows them. No await
+        inside: a scrape is one uninterrupted step of the loop, so its time does not
+        grow with whatever the polls queue up meanwhile."""
         # Imported on the first use: an install nobody scrapes keeps its ~0.6 MB.
         from svc_monitor.prometheus.collector import LiveStateCollector, ScrapedConnection
 
         self._add_process_collectors()
-        connections = [
-            ScrapedConnection(c.id, f"{c.host}:{c.port}") for c in await self._connections.list()
-        ]
+        connections = [ScrapedConnection(c.id, f"{c.host}:{c.port}") for c in self._connections()]
         collector = LiveStateCollector(
             self._live_state,
             connections,
@@ -54,16 +76,10 @@ class PrometheusService:
             staleness_ms=self._settings.PROMETHEUS_STALENESS_MS,
             full=self.full_profile,
         )
-        found: list[Metric] = [f for f in collector.collect() if f.samples]
+        found: list[Rows | Metric] = [f for f in collector.collect() if f.samples]
         for own in self._own:
             found.extend(own.collect())
         return found
-
-    async def render(self) -> bytes:
-        """The Prometheus text format (0.0.4) of `families()`."""
-        from svc_monitor.prometheus.text import render
-
-        return render(await self.families())
 
     def _add_process_collectors(self) -> None:
         if self._own_ready:
@@ -72,3 +88,22 @@ class PrometheusService:
 
         self._own[:0] = own_collectors()
         self._own_ready = True
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """No cyclic garbage collection while one scrape builds its ~10,000 rows.
+
+    Each row is a new tuple, so a scrape at 100 connections set off dozens of young
+    collections, each walking the polls' freshly parsed INFO replies: 60% of the build
+    (bench/prometheus.py). The rows die by reference counting when the scrape ends; any
+    cyclic garbage waits for the next collection, milliseconds later.
+    """
+    if not gc.isenabled():  # someone else paused it: leave it to them
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()

@@ -14,14 +14,20 @@ from math import isinf, isnan
 
 from prometheus_client.metrics_core import Metric
 
+from svc_monitor.prometheus.catalogue import sample_names
+from svc_monitor.prometheus.collector import Rows
+
 _TYPE_NAMES = {"info": "gauge", "stateset": "gauge", "unknown": "untyped"}
 _SKIPPED_SUFFIXES = ("_created", "_gsum", "_gcount")
 
 
-def render(families: Iterable[Metric]) -> bytes:
+def render(families: Iterable[Rows | Metric]) -> bytes:
     out: list[str] = []
     append = out.append
     for family in families:
+        if isinstance(family, Rows):
+            _rows(family, out)
+            continue
         name, kind = family.name, family.type
         if kind == "counter":
             name += "_total"
@@ -40,6 +46,20 @@ def render(families: Iterable[Metric]) -> bytes:
             else:
                 append(f"{sample.name} {_number(sample.value)}\n")
     return "".join(out).encode()
+
+
+def _rows(rows: Rows, out: list[str]) -> None:
+    spec = rows.family
+    name = sample_names(spec)[0]
+    help_text = spec.help.replace("\\", r"\\").replace("\n", r"\n")
+    out.append(f"# HELP {name} {help_text}\n# TYPE {name} {spec.kind}\n")
+    names = ("connection", *spec.labels)
+    if len(names) == 1:  # most families: one label, the connection's host:port
+        out.extend(f'{name}{{connection="{_escape(v[0])}"}} {_number(n)}\n' for v, n in rows.rows)
+        return
+    for values, value in rows.rows:
+        pairs = ",".join(f'{k}="{_escape(v)}"' for k, v in zip(names, values, strict=True))
+        out.append(f"{name}{{{pairs}}} {_number(value)}\n")
 
 
 def _escape(value: str) -> str:
