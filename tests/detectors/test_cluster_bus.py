@@ -1,7 +1,6 @@
 """ClusterBusCorruption: from recorded CLUSTER INFO replies (with a corruption counter
 added the way builds that report one do), and never from a real cluster."""
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,7 @@ from svc_monitor.engine.cluster import parse_cluster_info
 from svc_monitor.events import ClusterBusCorruption, ClusterStateChanged, EventBus
 from tests.detectors.helpers import BusWatcher
 from tests.fixtures.app import AppFactory
-from tests.fixtures.servers import CLUSTER_SLOTS, RunningServer, ServerFactory
+from tests.fixtures.servers import CLUSTER_SLOTS, RunningServer
 from tests.fixtures.waiting import eventually
 
 REPLIES = Path(__file__).resolve().parents[1] / "engine" / "replies"
@@ -142,11 +141,8 @@ class TestClusterBusCorruptionFromClusterInfo:
 
 
 @pytest.fixture(scope="module")
-def cluster(server_factory: ServerFactory) -> Iterator[list[RunningServer]]:
-    nodes = server_factory.cluster("valkey", masters=3)
-    yield nodes
-    for node in reversed(nodes):
-        server_factory.stop(node)
+def cluster(valkey_cluster: list[RunningServer]) -> list[RunningServer]:
+    return valkey_cluster
 
 
 class TestARealCluster:

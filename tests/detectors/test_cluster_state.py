@@ -1,14 +1,12 @@
 """ClusterStateChanged: from CLUSTER INFO fields, and from a real three-node cluster."""
 
-from collections.abc import Iterator
-
 import pytest
 
 from svc_monitor.detectors.cluster_state import ClusterStateDetector
 from svc_monitor.events import ClusterStateChanged, EventBus
 from tests.detectors.helpers import BusWatcher
 from tests.fixtures.app import AppFactory
-from tests.fixtures.servers import CLUSTER_SLOTS, RunningServer, ServerFactory
+from tests.fixtures.servers import CLUSTER_SLOTS, RunningServer
 from tests.fixtures.waiting import eventually
 
 FAST = {"ANOMALY_POLL_INTERVAL_MS": 100, "HISTORY_SAMPLE_INTERVAL_MS": 60_000}
@@ -58,11 +56,8 @@ class TestClusterStateFromClusterInfo:
 
 
 @pytest.fixture(scope="module")
-def cluster(server_factory: ServerFactory) -> Iterator[list[RunningServer]]:
-    nodes = server_factory.cluster("valkey", masters=3)
-    yield nodes
-    for node in reversed(nodes):
-        server_factory.stop(node)
+def cluster(valkey_cluster: list[RunningServer]) -> list[RunningServer]:
+    return valkey_cluster
 
 
 class TestClusterStateFromARealCluster:

@@ -98,7 +98,10 @@ class TestTierTable:
             "instance.down", "instance.up", "memory.critical", "connection.critical",
             "client.blocked",
         ]  # fmt: skip
-        assert len(allowed_events(Tier.PRO)) == 11
+        # the spec's 11 up to pro, and our cluster.bus.corruption (issue 8) beside cluster.failover
+        assert len(allowed_events(Tier.PRO)) == 12
+        assert "cluster.bus.corruption" in locked_events(Tier.COMMUNITY)
+        assert "cluster.bus.corruption" in allowed_events(Tier.PRO)
         assert allowed_events(Tier.ENTERPRISE) == list(WEBHOOK_EVENT_TIERS)
         assert locked_events(Tier.ENTERPRISE) == []
 

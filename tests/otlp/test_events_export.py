@@ -4,7 +4,7 @@ receiver decodes (ExportLogsServiceRequest at /v1/logs)."""
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager as AsyncContextManager
 from dataclasses import dataclass
 from typing import Any
@@ -95,22 +95,6 @@ def exporting(memory_app_factory: AppFactory, otlp_receiver: OtlpReceiver) -> Ex
             yield app
 
     return start
-
-
-@pytest.fixture
-def fresh(server_factory: ServerFactory) -> Iterator[Callable[..., RunningServer]]:
-    """Start servers for one test; stop them after it."""
-    started: list[RunningServer] = []
-
-    def start(*args: Any, **kwargs: Any) -> RunningServer:
-        server = server_factory.start(*args, **kwargs)
-        started.append(server)
-        return server
-
-    yield start
-    for server in started:
-        with contextlib.suppress(Exception):
-            server_factory.stop(server)
 
 
 async def until_polled(app: RunningApp) -> str:

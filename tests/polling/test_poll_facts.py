@@ -88,11 +88,8 @@ def large_logging(server_factory: ServerFactory) -> Iterator[RunningServer]:
 
 
 @pytest.fixture(scope="module")
-def cluster(server_factory: ServerFactory) -> Iterator[list[RunningServer]]:
-    nodes = server_factory.cluster("valkey", masters=3)
-    yield nodes
-    for node in reversed(nodes):
-        server_factory.stop(node)
+def cluster(valkey_cluster: list[RunningServer]) -> list[RunningServer]:
+    return valkey_cluster
 
 
 class TestSlowlogFacts:

@@ -6,7 +6,7 @@ will publish it."""
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager as AsyncContextManager
 from typing import Any
 
@@ -86,22 +86,6 @@ def watch(
             yield Watch(app, receiver)
 
     return watching
-
-
-@pytest.fixture
-def fresh(server_factory: ServerFactory) -> Iterator[Any]:
-    """Start servers for one test; stop them after it."""
-    started: list[RunningServer] = []
-
-    def start(*args: Any, **kwargs: Any) -> RunningServer:
-        server = server_factory.start(*args, **kwargs)
-        started.append(server)
-        return server
-
-    yield start
-    for server in started:
-        with contextlib.suppress(Exception):
-            server_factory.stop(server)
 
 
 async def until_polled(w: Watch) -> None:
