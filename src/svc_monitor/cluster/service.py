@@ -13,7 +13,6 @@ every primary, merged), at most every TOP_SLOTS_REFRESH_S.
 import asyncio
 import logging
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -29,7 +28,7 @@ from svc_monitor.engine.cluster import (
     SlotStats,
     parse_cluster_info,
     parse_cluster_nodes,
-    parse_slot_stats,
+    top_slot_stats,
 )
 from svc_monitor.engine.errors import EngineError, EngineResponseError
 from svc_monitor.engine.slowlog import parse_log_reply
@@ -342,16 +341,6 @@ class ClusterService:
 
 class ClusterNotDiscovered(Conflict):
     pass
-
-
-def top_slot_stats(replies: Iterable[Any], *, order_by: str, limit: int) -> list[SlotStats]:
-    """CLUSTER SLOT-STATS replies of several primaries (each reports only its own slots)
-    merged: the `limit` slots with most keys (or most CPU for order_by=cpu-usec). The
-    cluster's top `limit` is within the union of every primary's top `limit`."""
-    stats = [s for reply in replies for s in parse_slot_stats(reply)]
-    metric = "cpu_usec" if order_by == "cpu-usec" else "key_count"
-    stats.sort(key=lambda s: (-(getattr(s, metric) or 0), s.slot))
-    return stats[:limit]
 
 
 def _role(node: ClusterNode, observation: Observation | None) -> Role:

@@ -10,6 +10,7 @@ from). Valkey 8+ may append further `,key=value` address extras (`shard-id=`, `t
 only the first extra without `=` is taken as the hostname. Malformed lines are skipped.
 """
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -160,3 +161,14 @@ def parse_slot_stats(reply: Any) -> list[SlotStats]:
                 values[_METRICS[name]] = integer(value)
         result.append(SlotStats(slot, **values))
     return result
+
+
+def top_slot_stats(replies: Iterable[Any], *, order_by: str, limit: int) -> list[SlotStats]:
+    """CLUSTER SLOT-STATS replies of several primaries (each reports only its own slots)
+    merged: the `limit` slots with most keys (or most CPU for order_by=cpu-usec), ties by
+    slot number. The cluster's top `limit` is within the union of every primary's top
+    `limit`."""
+    stats = [s for reply in replies for s in parse_slot_stats(reply)]
+    metric = "cpu_usec" if order_by == "cpu-usec" else "key_count"
+    stats.sort(key=lambda s: (-(getattr(s, metric) or 0), s.slot))
+    return stats[:limit]

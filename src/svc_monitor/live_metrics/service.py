@@ -16,7 +16,7 @@ from svc_monitor.connections.models import Connection
 from svc_monitor.connections.service import ConnectionService
 from svc_monitor.engine.capabilities import EngineIdentity
 from svc_monitor.engine.client import EngineClient
-from svc_monitor.engine.cluster import parse_cluster_info, parse_cluster_nodes, parse_slot_stats
+from svc_monitor.engine.cluster import parse_cluster_info, parse_cluster_nodes, top_slot_stats
 from svc_monitor.engine.errors import EngineError, EngineResponseError
 from svc_monitor.engine.latency import (
     integer,
@@ -203,8 +203,7 @@ class LiveMetricsService:
             raise ClusterModeDisabled()
         command = ("CLUSTER", "SLOT-STATS", "ORDERBY", order_by, "LIMIT", limit)
         try:
-            # Each primary reports only its own slots: ask them all. The top `limit` of the
-            # cluster is within the union of every primary's top `limit`.
+            # Each primary reports only its own slots: ask them all (top_slot_stats merges).
             replies = [
                 r
                 for _, r in await self._clusters.fan_out(connection, *command, primaries_only=True)
@@ -216,10 +215,7 @@ class LiveMetricsService:
             error = replies[0] if replies else EngineError("no node answered")
             assert isinstance(error, EngineError)
             self._raise_slot_stats(error, order_by)
-        stats = [s for reply in answers for s in parse_slot_stats(reply)]
-        metric = "cpu_usec" if order_by == "cpu-usec" else "key_count"
-        stats.sort(key=lambda s: getattr(s, metric) or 0, reverse=True)
-        stats = stats[:limit]
+        stats = top_slot_stats(answers, order_by=order_by, limit=limit)
         return SlotStatsRead(
             {
                 str(s.slot): SlotStatsRecord(

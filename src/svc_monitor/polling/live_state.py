@@ -19,12 +19,16 @@ class LiveState:
         # One observation back: rates such as CPU use need two readings.
         self._previous: dict[tuple[str, str | None], Observation] = {}
         self._facts: dict[tuple[str, type], Facts] = {}
+        # Each connection's cluster nodes, so a scrape finds them without walking every key.
+        self._nodes: dict[str, dict[str, None]] = {}
         self.polls = PollCounts()
 
     def update(self, observation: Observation) -> None:
         key = (observation.connection_id, observation.node)
         if key in self._latest:
             self._previous[key] = self._latest[key]
+        elif observation.node:
+            self._nodes.setdefault(observation.connection_id, {})[observation.node] = None
         self._latest[key] = observation
 
     def latest(self, connection_id: str, node: str | None = None) -> Observation | None:
@@ -35,7 +39,7 @@ class LiveState:
 
     def nodes(self, connection_id: str) -> list[Observation]:
         """The latest observation of every other node of a cluster connection."""
-        return [o for (c, node), o in self._latest.items() if c == connection_id and node]
+        return [self._latest[(connection_id, n)] for n in self._nodes.get(connection_id, ())]
 
     def put(self, connection_id: str, facts: Facts) -> None:
         self._facts[(connection_id, type(facts))] = facts
@@ -48,6 +52,7 @@ class LiveState:
         for key in [k for k in self._latest if k[0] == connection_id]:
             del self._latest[key]
             self._previous.pop(key, None)
+        self._nodes.pop(connection_id, None)
         for fact_key in [k for k in self._facts if k[0] == connection_id]:
             del self._facts[fact_key]
         self.polls.forget(connection_id)
