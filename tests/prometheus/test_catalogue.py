@@ -122,8 +122,10 @@ async def served_app(fleet: Fleet, **overrides: Any) -> AsyncIterator[tuple[str,
 
 
 async def scrape_until(url: str, ready: Any, what: str) -> str:
-    """Scrape until `ready(samples)` holds (bounded: 20 s)."""
-    async with httpx.AsyncClient(base_url=url) as client:
+    """Scrape until `ready(samples)` holds (bounded: 20 s of polling). The client waits up
+    to 30 s for an answer: on a loaded CI machine one first scrape took over httpx's
+    default 5 s (once in 3 full runs); scrape time is bench/prometheus.py's to measure."""
+    async with httpx.AsyncClient(base_url=url, timeout=30) as client:
         text = ""
         for _ in range(100):
             response = await client.get(METRICS)
