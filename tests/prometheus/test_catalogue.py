@@ -74,12 +74,14 @@ class Fleet:
 
 
 @pytest.fixture(scope="module")
-def fleet(server_factory: ServerFactory, valkey_server: RunningServer) -> Iterator[Fleet]:
-    cluster = server_factory.cluster("valkey", masters=3)
+def fleet(server_factory: ServerFactory, valkey_cluster: list[RunningServer]) -> Iterator[Fleet]:
+    # Servers of this module's own: the settings below would slow the shared ones down.
+    cluster = valkey_cluster
+    valkey = server_factory.start("valkey")
     redis = server_factory.start("redis7")
-    # Keys in two databases of the standalone and in many slots of the cluster; slow
-    # commands everywhere; a named client and a denied command for the ACL families.
-    with valkey_server.client() as conn:
+    # Keys in two databases of the standalone and in many slots of the cluster; every
+    # command slow enough for the slow log.
+    with valkey.client() as conn:
         conn.config_set("slowlog-log-slower-than", 0)
         for db in (0, 3):
             conn.execute_command("SELECT", db)
@@ -96,8 +98,8 @@ def fleet(server_factory: ServerFactory, valkey_server: RunningServer) -> Iterat
     with redis.client() as conn:
         conn.config_set("slowlog-log-slower-than", 0)
         conn.set("r", "1")
-    yield Fleet(valkey_server, cluster, redis)
-    for node in [*cluster, redis]:
+    yield Fleet(valkey, cluster, redis)
+    for node in (valkey, redis):
         server_factory.stop(node)
 
 
