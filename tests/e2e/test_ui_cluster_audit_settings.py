@@ -79,7 +79,9 @@ class TestCluster:
                 await expect(
                     page.locator('[data-metric="cluster_state"] .card-value')
                 ).to_have_text("ok")
-                await expect(page.locator(".heatmap > span")).to_have_count(256)
+                # All 16384 slots are read and parsed for it: on a loaded CI machine that,
+                # after a first answer of "not yet" and its 2 s retry, took over 5 s.
+                await expect(page.locator(".heatmap > span")).to_have_count(256, timeout=15_000)
                 await page.get_by_role("link", name="CPU time").click()
                 await expect(page.locator('[data-state="untracked"]')).to_be_visible()
                 await expect(page.locator('[data-metric-tab="cpu"]')).to_have_attribute(
