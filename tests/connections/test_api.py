@@ -342,7 +342,7 @@ class TestTestConnection:
         response = await api.client.post("/api/connections/test", json=at(server))
         assert response.status_code == 200
         body = response.json()
-        assert body["success"] is True
+        assert body["success"] is True, body  # the body says why when it fails
         assert body["error"] is None
         assert body["type"] == engine
         assert body["version"].startswith(version)
