@@ -21,7 +21,7 @@ from svc_monitor.prometheus.catalogue import FAMILIES, exposed_names
 from svc_monitor.services import Services
 from tests.fixtures.app import make_settings, serve_app, target_of
 from tests.fixtures.servers import RunningServer, ServerFactory
-from tests.prometheus.test_scrape_access import PROMTOOL, prometheus, targets_settled
+from tests.prometheus.test_scrape_access import PROMTOOL, prometheus, query, targets_settled
 
 METRICS = "/api/prometheus/metrics"
 FAST_POLLS = {
@@ -299,10 +299,8 @@ scrape_configs:
         deadline = time.monotonic() + 30
         async with httpx.AsyncClient(base_url=prom_url) as client:
             while time.monotonic() < deadline and not wanted <= seen:
-                body = (
-                    await client.get("/api/v1/query", params={"query": "svc_memory_used_bytes"})
-                ).json()
-                seen = {r["metric"]["connection"] for r in body["data"]["result"]}
+                result = await query(client, "svc_memory_used_bytes")
+                seen = {r["metric"]["connection"] for r in result}
                 await asyncio.sleep(0.5)
         assert wanted <= seen, seen
 

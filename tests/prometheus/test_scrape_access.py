@@ -11,6 +11,7 @@ import subprocess
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -132,7 +133,7 @@ async def targets_settled(prom_url: str, jobs: set[str]) -> dict[str, dict[str, 
     deadline = time.monotonic() + 30
     async with httpx.AsyncClient(base_url=prom_url) as client:
         while time.monotonic() < deadline:
-            with contextlib.suppress(httpx.HTTPError):
+            with contextlib.suppress(httpx.HTTPError, ValueError):  # 503 text while starting
                 body = (await client.get("/api/v1/targets")).json()
                 found = {
                     t["labels"]["job"]: t
@@ -143,6 +144,16 @@ async def targets_settled(prom_url: str, jobs: set[str]) -> dict[str, dict[str, 
                     return found
             await asyncio.sleep(0.5)
     raise AssertionError("Prometheus did not scrape every job within 30 s")
+
+
+async def query(client: httpx.AsyncClient, expr: str) -> list[dict[str, Any]]:
+    """An instant query's result; empty while Prometheus is not ready to answer (it
+    answers 503 in plain text until its storage has started)."""
+    response = await client.get("/api/v1/query", params={"query": expr})
+    if response.status_code != 200:
+        return []
+    result: list[dict[str, Any]] = response.json()["data"]["result"]
+    return result
 
 
 @pytest.fixture
@@ -181,12 +192,7 @@ scrape_configs:
         label = f"{valkey_server.host}:{valkey_server.port}"
         async with httpx.AsyncClient(base_url=prom_url) as client:
             while time.monotonic() < deadline:
-                result = (
-                    await client.get(
-                        "/api/v1/query",
-                        params={"query": 'svc_memory_used_bytes{job="with-token"}'},
-                    )
-                ).json()["data"]["result"]
+                result = await query(client, 'svc_memory_used_bytes{job="with-token"}')
                 if result:
                     break
                 await asyncio.sleep(0.5)
