@@ -30,6 +30,7 @@ from svc_monitor.auth.service import AuthService
 from svc_monitor.auth.store import AuthStore
 from svc_monitor.config import Settings, StorageType
 from svc_monitor.connections.api import router as connections_router
+from svc_monitor.connections.discovered import DiscoveredInstances
 from svc_monitor.connections.live import LiveConnections
 from svc_monitor.connections.secrets import SecretBox, SecretUndecryptable
 from svc_monitor.connections.service import ConnectionService
@@ -44,7 +45,11 @@ from svc_monitor.metrics.api import router as metrics_router
 from svc_monitor.metrics.service import MetricsService
 from svc_monitor.metrics.store import MetricsStore
 from svc_monitor.notifications.alerts import AlertStates
+from svc_monitor.otlp.config_api import router as otlp_config_router
 from svc_monitor.otlp.export_stats import ExportStats
+from svc_monitor.otlp.ingest_api import router as otlp_ingest_router
+from svc_monitor.otlp.ingest_counts import IngestCounts
+from svc_monitor.otlp.metrics_receiver import MetricsReceiver
 from svc_monitor.otlp.transport import OtlpTransport
 from svc_monitor.polling.health import InstanceHealth
 from svc_monitor.polling.info_poll import InfoPoller
@@ -61,6 +66,8 @@ from svc_monitor.storage.database import Database
 from svc_monitor.system.api import router as system_router
 from svc_monitor.system.service import HealthService
 from svc_monitor.system.version_check import VersionService
+from svc_monitor.traces.service import TraceService
+from svc_monitor.traces.store import TraceStore
 from svc_monitor.web.assets import mount_static, plain_page, refused_page
 from svc_monitor.web.docs import mount_docs
 from svc_monitor.webhooks.api import router as webhooks_router
@@ -161,8 +168,27 @@ def build_services(settings: Settings, *, clock: Callable[[], float] = time.time
         from svc_monitor.otlp.events_export import EventExporter
 
         event_exporter = EventExporter(bus, otlp_transport, otlp_stats, connections)
-    prometheus = PrometheusService(supervisor.polled_connections, live_state, settings)
+    discovery = DiscoveredInstances(enabled=settings.OTLP_DISCOVER_INSTANCES, clock=clock)
+    metrics_receiver = MetricsReceiver(
+        connections=connections,
+        live=live,
+        live_state=live_state,
+        observer=observer,
+        health=instance_health,
+        discovery=discovery,
+        counts=IngestCounts(full_profile=settings.METRICS_EXPORT_PROFILE == "full"),
+        bus=bus,
+        stale_after_ms=settings.OTEL_METRICS_STALE_AFTER_MS,
+        clock=clock,
+    )
+    prometheus = PrometheusService(
+        supervisor.polled_connections,
+        live_state,
+        settings,
+        pushed_connections=metrics_receiver.push_connections,
+    )
     prometheus.add(otlp_stats)
+    prometheus.add(metrics_receiver.counts)
     metrics_exporter = None
     if otlp_transport is not None:
         # Imported here, like the events': the protobuf classes load only when exporting.
@@ -199,6 +225,9 @@ def build_services(settings: Settings, *, clock: Callable[[], float] = time.time
         otlp_transport=otlp_transport,
         event_exporter=event_exporter,
         metrics_exporter=metrics_exporter,
+        metrics_receiver=metrics_receiver,
+        discovery=discovery,
+        traces=TraceService(TraceStore(db), settings),
     )
 
 
@@ -242,6 +271,7 @@ def create_app(
             asyncio.create_task(services.metrics.run_rollups(), name="history-rollups"),
             asyncio.create_task(services.webhook_worker.run(), name="webhook-deliveries"),
             asyncio.create_task(services.webhook_dispatcher.run(), name="webhook-dispatch"),
+            asyncio.create_task(services.metrics_receiver.run(), name="otlp-metrics-receiver"),
         ]
         if services.event_exporter is not None:
             background.append(
@@ -302,6 +332,8 @@ def create_app(
     app.include_router(metrics_router, prefix="/api")
     app.include_router(license_router, prefix="/api")
     app.include_router(webhooks_router, prefix="/api")
+    app.include_router(otlp_ingest_router)  # /v1/traces and /v1/external/metrics, at the root
+    app.include_router(otlp_config_router, prefix="/api")
     mount_docs(app, openapi_url=OPENAPI_URL)
     mount_static(app)
     app.add_api_route(
@@ -404,6 +436,7 @@ async def _stop(app: FastAPI, services: Services) -> None:
     await services.live.close()
     if services.otlp_transport is not None:
         await services.otlp_transport.close()
+    await services.traces.flush()  # spans of exports still being written, before storage closes
     await services.db.close()
 
 
@@ -419,7 +452,9 @@ async def _start(services: Services, *, embedded_valkey_port: int | None) -> Non
 async def _check_connections(services: Services) -> None:
     """Detect every engine once at startup, so the first /health and the connection list
     answer with engine facts at once; a slow or dead instance only delays its own entry."""
-    connections = [c for c in await services.connections.list() if not c.secret_error]
+    connections = [
+        c for c in await services.connections.list() if not c.secret_error and not c.pushed
+    ]
     await asyncio.gather(
         *(services.connections.check(c) for c in connections), return_exceptions=True
     )

@@ -76,6 +76,10 @@ def build_features(services: Services) -> tuple[Features, list[PollKind]]:
         services.observer,
         cluster_state=ClusterStateDetector(services.bus),
     )
+    # Pushed cmd.calls/cmd.usec become commandstats history like polled ones.
+    services.metrics_receiver.commandstats_consumers.append(
+        lambda connection_id, info, at: commandstats.record(connection_id, info, captured_at=at)
+    )
     kinds = [
         *LogPoller(slowlog_service, live_state=live_state, bus=services.bus).kinds(),
         AuditPoller(audit, services.bus, live_state=live_state).kind(),

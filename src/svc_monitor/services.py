@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from svc_monitor.client_analytics.service import ClientAnalyticsService
     from svc_monitor.cluster.service import ClusterService
     from svc_monitor.commandstats.service import CommandstatsService
+    from svc_monitor.connections.discovered import DiscoveredInstances
     from svc_monitor.connections.live import LiveConnections
     from svc_monitor.connections.secrets import SecretBox
     from svc_monitor.connections.service import ConnectionService
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from svc_monitor.otlp.events_export import EventExporter
     from svc_monitor.otlp.export_stats import ExportStats
     from svc_monitor.otlp.metrics_export import MetricsExporter
+    from svc_monitor.otlp.metrics_receiver import MetricsReceiver
     from svc_monitor.otlp.transport import OtlpTransport
     from svc_monitor.polling.health import InstanceHealth
     from svc_monitor.polling.live_state import LiveState
@@ -51,6 +53,7 @@ if TYPE_CHECKING:
     from svc_monitor.storage.retention import HistoryRetention
     from svc_monitor.system.service import HealthService
     from svc_monitor.system.version_check import VersionService
+    from svc_monitor.traces.service import TraceService
     from svc_monitor.webhooks.dispatcher import WebhookDispatcher
     from svc_monitor.webhooks.service import WebhookService
     from svc_monitor.webhooks.worker import DeliveryWorker
@@ -87,6 +90,9 @@ class Services:
     otlp_transport: "OtlpTransport | None"  # None: no endpoint, or OTEL_TELEMETRY_ENABLED off
     event_exporter: "EventExporter | None"  # events as OTLP logs; None when that is off
     metrics_exporter: "MetricsExporter | None"  # the registry over OTLP; None when export is off
+    metrics_receiver: "MetricsReceiver"  # POST /v1/external/metrics: push connections' pipe
+    discovery: "DiscoveredInstances"  # unregistered OTLP pushers, offered for registration
+    traces: "TraceService"  # POST /v1/traces: stored spans, the AI Traces view (traces/)
 
 
 @dataclass(frozen=True, slots=True)

@@ -62,6 +62,9 @@ RULES: dict[str, Access] = {
     "GET /health": PUBLIC,
     "GET /api/health": PUBLIC,
     "GET /api/prometheus/metrics": SCRAPE,
+    # OTLP receivers: collectors carry no session; OTEL_INGEST_TOKEN guards them instead.
+    "POST /v1/traces": PUBLIC,
+    "POST /v1/external/metrics": PUBLIC,
     "GET /api": PUBLIC,  # the API's documentation page
     "GET /api/": PUBLIC,
     "POST /api/auth/register": PUBLIC,
@@ -93,12 +96,16 @@ RULES: dict[str, Access] = {
     "DELETE /api/tokens/{token_id}": ADMIN,
     # --- connections ---
     "GET /api/connections": MEMBER,
+    # Unregistered pushers: admins only, since registering one is theirs to do.
+    "GET /api/connections/discovered": ADMIN,
+    "POST /api/connections/discovered/{address}/dismiss": ADMIN,
     "POST /api/connections": ADMIN,
     "POST /api/connections/test": ADMIN,  # makes the server dial any address: not a read
     "GET /api/connections/{connection_id}": MEMBER,
     "PUT /api/connections/{connection_id}": ADMIN,
     "DELETE /api/connections/{connection_id}": ADMIN,
     "POST /api/connections/{connection_id}/default": ADMIN,
+    "GET /api/otlp/collector-config": MEMBER,
     # --- runtime settings and licence ---
     "GET /api/settings": MEMBER,
     "PUT /api/settings": ADMIN,

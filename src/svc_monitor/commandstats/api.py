@@ -16,6 +16,7 @@ router = APIRouter(tags=["commandstats"])
 @router.get(
     "/metrics/commandstats/summary",
     response_model=list[CommandStatRead],
+    response_model_exclude_unset=True,
     responses=error_responses(404),
 )
 async def get_commandstats_summary(
@@ -23,7 +24,7 @@ async def get_commandstats_summary(
 ) -> list[CommandStatRead]:
     """Per-command counters (calls, usec, rejected, failed) from the latest commandstats
     poll, most called first; empty until the first poll of the connection."""
-    return commandstats.summary(connection.id)
+    return commandstats.summary(connection.id, pushed=connection.pushed)
 
 
 @router.get(

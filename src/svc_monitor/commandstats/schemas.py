@@ -8,10 +8,14 @@ class CommandStatRead(BaseModel):
 
     command: str
     calls: int
-    usec: int
-    usecPerCall: float
-    rejectedCalls: int | None = Field(description="null where the engine does not report it")
-    failedCalls: int | None = Field(description="null where the engine does not report it")
+    usec: int | None = Field(description="null for a push connection that sends no cmd.usec")
+    usecPerCall: float | None = Field(description="null when usec is")
+    rejectedCalls: int | None = Field(
+        default=None,
+        description="null where the engine does not report it; absent for push connections "
+        "(the Collector has no such metric)",
+    )
+    failedCalls: int | None = Field(default=None, description="as rejectedCalls")
     capturedAt: int = Field(description="epoch ms of the poll")
 
 
@@ -20,5 +24,5 @@ class CommandStatSample(CommandStatRead):
 
     id: int
     callsDelta: int
-    usecDelta: int
+    usecDelta: int | None = Field(description="null when usec is")
     intervalMs: int = Field(description="time since the previous poll, ms")

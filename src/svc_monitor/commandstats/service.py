@@ -22,8 +22,8 @@ _PREFIX = "cmdstat_"
 @dataclass(frozen=True, slots=True)
 class _Counters:
     calls: int
-    usec: int
-    usec_per_call: float
+    usec: int | None  # None: pushed `cmd.calls` without `cmd.usec`
+    usec_per_call: float | None
     rejected_calls: int | None
     failed_calls: int | None
 
@@ -52,7 +52,8 @@ class CommandstatsService:
         for command, now in current.counters.items():
             before = previous.counters.get(command)
             base_calls, base_usec = (before.calls, before.usec) if before else (0, 0)
-            if now.calls <= base_calls or now.usec < base_usec:
+            usec_went_down = now.usec is not None and base_usec is not None and now.usec < base_usec
+            if now.calls <= base_calls or usec_went_down:
                 continue  # unmoved, or reset since: this poll is the new baseline
             rows.append(
                 {
@@ -65,19 +66,31 @@ class CommandstatsService:
                     "rejected_calls": now.rejected_calls,
                     "failed_calls": now.failed_calls,
                     "calls_delta": now.calls - base_calls,
-                    "usec_delta": now.usec - base_usec,
+                    "usec_delta": None
+                    if now.usec is None or base_usec is None
+                    else now.usec - base_usec,
                     "interval_ms": interval,
                 }
             )
         await self._store.insert(rows)
 
-    def summary(self, connection_id: str) -> list[CommandStatRead]:
-        """The latest poll's counters, most called first; empty before the first poll."""
+    def summary(self, connection_id: str, *, pushed: bool = False) -> list[CommandStatRead]:
+        """The latest poll's counters, most called first; empty before the first poll.
+        A push connection's rows leave out rejected/failed calls (never pushed), so with
+        exclude_unset they are absent rather than a misleading null or 0."""
         poll = self._latest.get(connection_id)
         if poll is None:
             return []
         stats = [
             CommandStatRead(
+                command=command,
+                calls=c.calls,
+                usec=c.usec,
+                usecPerCall=c.usec_per_call,
+                capturedAt=poll.captured_at,
+            )
+            if pushed
+            else CommandStatRead(
                 command=command,
                 calls=c.calls,
                 usec=c.usec,
@@ -123,15 +136,19 @@ def _counters(info: ParsedInfo) -> dict[str, _Counters]:
         if not name.startswith(_PREFIX) or not isinstance(value, dict):
             continue
         calls, usec = _int(value.get("calls")), _int(value.get("usec"))
-        if calls is None or usec is None:
+        if calls is None:
             continue
         per_call = value.get("usec_per_call")
+        if isinstance(per_call, int | float):
+            usec_per_call: float | None = float(per_call)
+        elif usec is None:  # pushed without cmd.usec: the time is unknown, not 0
+            usec_per_call = None
+        else:
+            usec_per_call = usec / calls if calls else 0.0
         result[name.removeprefix(_PREFIX).lower()] = _Counters(
             calls=calls,
             usec=usec,
-            usec_per_call=float(per_call)
-            if isinstance(per_call, int | float)
-            else (usec / calls if calls else 0.0),
+            usec_per_call=usec_per_call,
             rejected_calls=_int(value.get("rejected_calls")),
             failed_calls=_int(value.get("failed_calls")),
         )

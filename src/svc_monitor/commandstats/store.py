@@ -25,13 +25,14 @@ commandstats_samples = history_table(
     "commandstats_samples",
     Column("command", String(128), nullable=False),
     Column("calls", BigInteger, nullable=False),
-    Column("usec", BigInteger, nullable=False),
-    Column("usec_per_call", Float, nullable=False),
+    # Null for a pushed instance that sends cmd.calls without cmd.usec.
+    Column("usec", BigInteger),
+    Column("usec_per_call", Float),
     # Null where the engine does not report them (older engines lack rejected/failed).
     Column("rejected_calls", BigInteger),
     Column("failed_calls", BigInteger),
     Column("calls_delta", BigInteger, nullable=False),
-    Column("usec_delta", BigInteger, nullable=False),
+    Column("usec_delta", BigInteger),
     Column("interval_ms", BigInteger, nullable=False),
     Index(
         "ix_commandstats_samples_connection_command_time",

@@ -1,6 +1,8 @@
 """HTTP routes of the connection registry (under /api)."""
 
-from fastapi import APIRouter, Response, status
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Response, status
 
 from svc_monitor.connections.dependencies import ConnectionServiceDep
 from svc_monitor.connections.schemas import (
@@ -9,9 +11,11 @@ from svc_monitor.connections.schemas import (
     ConnectionTest,
     ConnectionTestResult,
     ConnectionUpdate,
+    DiscoveredRead,
 )
 from svc_monitor.connections.views import to_read, to_test_result
-from svc_monitor.errors import error_responses
+from svc_monitor.errors import NotFound, error_responses
+from svc_monitor.services import ServicesDep
 
 router = APIRouter(prefix="/connections", tags=["connections"])
 
@@ -22,7 +26,10 @@ async def list_connections(connections: ConnectionServiceDep) -> list[Connection
 
     Passwords and keys are never returned; `hasPassword` says whether one is stored.
     """
-    return [to_read(c, connections.last_seen(c)) for c in await connections.list()]
+    return [
+        to_read(c, connections.last_seen(c), connections.push_status(c))
+        for c in await connections.list()
+    ]
 
 
 @router.post(
@@ -41,7 +48,9 @@ async def create_connection(
     the URL. The first connection, or one sent with `setAsDefault`, becomes the default.
     """
     connection = await connections.create(body)
-    return to_read(connection, connections.last_seen(connection))
+    return to_read(
+        connection, connections.last_seen(connection), connections.push_status(connection)
+    )
 
 
 @router.post("/test", response_model=ConnectionTestResult, responses=error_responses(422))
@@ -56,11 +65,46 @@ async def test_connection(
     return to_test_result(await connections.test(body))
 
 
+@router.get("/discovered", response_model=list[DiscoveredRead])
+async def list_discovered(services: ServicesDep) -> list[DiscoveredRead]:
+    """Instances pushing metrics to `/v1/external/metrics` that no connection is registered
+    for, most recent first. Memory only: at most 200, each forgotten 24 h after its last push,
+    reset on restart. Empty when OTLP_DISCOVER_INSTANCES is off."""
+    return [
+        DiscoveredRead(
+            address=d.address,
+            name=d.name,
+            host=d.host,
+            port=d.port,
+            firstSeenAt=d.first_seen_ms,
+            lastSeenAt=d.last_seen_ms,
+        )
+        for d in services.discovery.visible()
+    ]
+
+
+@router.post(
+    "/discovered/{address}/dismiss",
+    status_code=status.HTTP_204_NO_CONTENT,
+    responses=error_responses(404),
+)
+async def dismiss_discovered(
+    address: Annotated[str, Path(max_length=300, description="host:port of the entry")],
+    services: ServicesDep,
+) -> Response:
+    """Hide a discovered instance for 24 hours."""
+    if not services.discovery.dismiss(address):
+        raise NotFound(f"No discovered instance at '{address}'", field="address")
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
 @router.get("/{connection_id}", response_model=ConnectionRead, responses=error_responses(404))
 async def get_connection(connection_id: str, connections: ConnectionServiceDep) -> ConnectionRead:
     """One connection."""
     connection = await connections.get(connection_id)
-    return to_read(connection, connections.last_seen(connection))
+    return to_read(
+        connection, connections.last_seen(connection), connections.push_status(connection)
+    )
 
 
 @router.put(
@@ -75,7 +119,9 @@ async def update_connection(
     does not answer; the stored connection is then left as it was.
     """
     connection = await connections.update(connection_id, body)
-    return to_read(connection, connections.last_seen(connection))
+    return to_read(
+        connection, connections.last_seen(connection), connections.push_status(connection)
+    )
 
 
 @router.post(
@@ -86,7 +132,9 @@ async def set_default_connection(
 ) -> ConnectionRead:
     """Make this the connection used when a request carries no X-Connection-Id."""
     connection = await connections.set_default(connection_id)
-    return to_read(connection, connections.last_seen(connection))
+    return to_read(
+        connection, connections.last_seen(connection), connections.push_status(connection)
+    )
 
 
 @router.delete(

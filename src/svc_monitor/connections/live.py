@@ -9,11 +9,12 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass
+from typing import Literal
 
 from svc_monitor.connections.models import Connection, forced_engine
-from svc_monitor.engine.capabilities import EngineIdentity, detect
+from svc_monitor.engine.capabilities import Capabilities, EngineIdentity, detect
 from svc_monitor.engine.client import EngineClient, EngineTarget
-from svc_monitor.engine.errors import EngineError
+from svc_monitor.engine.errors import EngineError, PushStale
 from svc_monitor.engine.ledger import CommandLedger
 
 logger = logging.getLogger(__name__)
@@ -27,6 +28,37 @@ class EngineSnapshot:
     identity: EngineIdentity | None
     error: EngineError | None
     checked_at_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class PushStatus:
+    """What the OTLP receiver knows of a push connection (memory only: a restart starts
+    every push connection disconnected until its next push)."""
+
+    connected: bool
+    since_ms: int
+    last_push_ms: int | None = None
+    engine: Literal["valkey", "redis"] = "redis"
+    version: str | None = None
+    version_attribute: str = "redis.version"
+    role: str | None = None
+
+    def snapshot(self) -> EngineSnapshot:
+        if not self.connected:
+            why = (
+                "no push received since svc-monitor started"
+                if self.last_push_ms is None
+                else "every pushed field is stale (OTEL_METRICS_STALE_AFTER_MS)"
+            )
+            return EngineSnapshot(False, None, PushStale(why), self.since_ms)
+        identity = EngineIdentity(
+            type=self.engine,
+            version=self.version or "0.0.0",
+            capabilities=Capabilities(),  # nothing live: no command reaches a pushed instance
+            cluster_enabled=False,
+            role=self.role,
+        )
+        return EngineSnapshot(True, identity, None, self.last_push_ms or self.since_ms)
 
 
 @dataclass(slots=True)
@@ -49,6 +81,7 @@ class LiveConnections:
         # Outlive client replacement: an edit must not reset what we sent a server.
         self._ledgers: dict[str, CommandLedger] = {}
         self._closing: set[asyncio.Task[None]] = set()
+        self._pushed: dict[str, PushStatus] = {}
 
     def target(self, connection: Connection) -> EngineTarget:
         return EngineTarget(
@@ -85,7 +118,16 @@ class LiveConnections:
     def ledger(self, connection_id: str) -> CommandLedger:
         return self._ledgers.setdefault(connection_id, CommandLedger())
 
+    def set_push_status(self, connection_id: str, status: PushStatus) -> None:
+        self._pushed[connection_id] = status
+
+    def push_status(self, connection_id: str) -> PushStatus | None:
+        return self._pushed.get(connection_id)
+
     def snapshot(self, connection_id: str) -> EngineSnapshot | None:
+        pushed = self._pushed.get(connection_id)
+        if pushed is not None:
+            return pushed.snapshot()
         live = self._live.get(connection_id)
         return None if live is None else live.snapshot
 
@@ -121,6 +163,7 @@ class LiveConnections:
             live.snapshot = EngineSnapshot(False, None, error, int(time.time() * 1000))
 
     async def forget(self, connection_id: str) -> None:
+        self._pushed.pop(connection_id, None)
         live = self._live.pop(connection_id, None)
         self._ledgers.pop(connection_id, None)
         if live is not None:

@@ -4,6 +4,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 DbType = Literal["auto", "valkey", "redis"]
+# How we learn about an instance: we poll it, or a Collector pushes its metrics (OTLP).
+Source = Literal["poll", "push"]
 
 # The connection created from DB_* on the first start keeps one id for life, so
 # scripts and stored history can name it across restarts of a memory-backed service.
@@ -46,6 +48,11 @@ class Connection:
     # Which secrets those were ("password", "sshTunnel"): an edit must send them again,
     # or saving would overwrite what is stored with nothing.
     unreadable: frozenset[str] = frozenset()
+    source: Source = "poll"
+
+    @property
+    def pushed(self) -> bool:
+        return self.source == "push"
 
 
 def forced_engine(db_type: DbType) -> Literal["valkey", "redis"] | None:

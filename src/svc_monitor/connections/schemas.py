@@ -10,7 +10,7 @@ from svc_monitor.connections.addresses import (
     parse_connection_url,
     split_host_port,
 )
-from svc_monitor.connections.models import DbType
+from svc_monitor.connections.models import DbType, Source
 
 Name = Annotated[str, Field(min_length=1, max_length=100)]
 Host = Annotated[str, Field(min_length=1, max_length=255)]
@@ -89,6 +89,12 @@ class ConnectionCreate(ConnectionFields):
 
     name: Name | None = Field(default=None, description="Defaults to host:port with a URL")
     set_as_default: bool = False
+    source: Source = Field(
+        default="poll",
+        description="poll (default): svc-monitor connects to the instance. push: an "
+        "OpenTelemetry Collector sends its metrics to /v1/external/metrics; give name, host "
+        "and port (as the Collector reports them) and no credentials; nothing is dialled.",
+    )
 
 
 class ConnectionUpdate(ConnectionFields):
@@ -134,10 +140,25 @@ class SshTunnelRead(BaseModel):
     hasPassphrase: bool
 
 
+class PushedVersion(BaseModel):
+    """The engine version a push connection's Collector reports (held in memory)."""
+
+    type: Literal["valkey", "redis"]
+    version: str | None = Field(description="null until the attribute arrives")
+    attribute: str = Field(description="The resource attribute the version is read from")
+    missing: str | None = Field(
+        default=None, description="Names the resource attribute to add when no version arrived"
+    )
+
+
 class ConnectionRead(BaseModel):
     """A connection as the API shows it: never a password or key, only whether one is set."""
 
     id: str
+    source: Source = Field(
+        description="poll: svc-monitor connects to it; push: its metrics arrive over OTLP, "
+        "and engine.status is connected while any pushed field is fresh"
+    )
     name: str
     host: str
     port: int
@@ -154,6 +175,10 @@ class ConnectionRead(BaseModel):
         default=None, description="Set when a stored secret cannot be decrypted"
     )
     engine: EngineStatus
+    lastPushAt: int | None = Field(
+        default=None, description="push connections: epoch ms of the last accepted point"
+    )
+    pushedVersion: PushedVersion | None = None
 
 
 class ConnectionTestResult(BaseModel):
@@ -166,3 +191,14 @@ class ConnectionTestResult(BaseModel):
     error: str | None = None
     errorKind: str | None = None
     latencyMs: float | None = None
+
+
+class DiscoveredRead(BaseModel):
+    """An instance pushing metrics over OTLP that no connection is registered for."""
+
+    address: str = Field(description="host:port, as the Collector reports it")
+    name: str | None = Field(description="the pusher's service.name, when it sends one")
+    host: str
+    port: int
+    firstSeenAt: int
+    lastSeenAt: int

@@ -8,12 +8,13 @@ cached, so several replicas sharing PostgreSQL see each other's edits at once.
 import logging
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from svc_monitor.config import Settings
 from svc_monitor.connections.addresses import parse_connection_url, split_host_port
-from svc_monitor.connections.live import EngineSnapshot, LiveConnections
+from svc_monitor.connections.live import EngineSnapshot, LiveConnections, PushStatus
 from svc_monitor.connections.models import (
     ENV_DEFAULT_ID,
     Connection,
@@ -50,6 +51,22 @@ class ConnectionNotFound(NotFound):
 
 class ConnectionFailed(AppError):
     """The instance did not answer a test, so nothing was saved."""
+
+
+class NeedsLiveConnection(Conflict):
+    """A live-only view (one that sends the instance commands) asked of a push connection."""
+
+    def __init__(self, connection: Connection) -> None:
+        super().__init__(
+            f"This view needs a live connection: '{connection.name}' is an OTLP push "
+            "connection; its metrics arrive from an OpenTelemetry Collector and svc-monitor "
+            "sends it no commands"
+        )
+        self.extra = {"connectionId": connection.id, "source": "push"}
+
+
+# What a push connection may carry: the Collector reports the address, we dial nothing.
+_PUSH_FIELDS = {"name", "host", "port", "set_as_default", "source"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +179,8 @@ class ConnectionService:
         return default
 
     def client(self, connection: Connection) -> EngineClient:
+        if connection.pushed:
+            raise NeedsLiveConnection(connection)
         if "password" in connection.unreadable:
             raise Conflict(
                 f"The stored password of connection '{connection.id}' cannot be decrypted: "
@@ -171,6 +190,9 @@ class ConnectionService:
 
     def last_seen(self, connection: Connection) -> EngineSnapshot | None:
         return self._live.snapshot(connection.id)
+
+    def push_status(self, connection: Connection) -> PushStatus | None:
+        return self._live.push_status(connection.id) if connection.pushed else None
 
     def node_client(self, target: EngineTarget) -> EngineClient:
         """A client to another node of a connection's cluster, with the seed's credentials and
@@ -185,6 +207,9 @@ class ConnectionService:
         self._live.mark_down(connection.id, error)
 
     async def check(self, connection: Connection) -> EngineSnapshot:
+        if connection.pushed:  # nothing to dial: what the receiver saw last
+            status = self._live.push_status(connection.id) or PushStatus(False, _now_ms())
+            return status.snapshot()
         self.client(connection)  # refuses undecryptable credentials with a clear message
         return await self._live.check(connection)
 
@@ -194,6 +219,8 @@ class ConnectionService:
         return await self._try(self._reach(body, base=None))
 
     async def create(self, body: ConnectionCreate) -> Connection:
+        if body.source == "push":
+            return await self._create_pushed(body)
         reach = self._reach(body, base=None)
         tunnel = self._tunnel(body.ssh_tunnel, base=None)
         await self._require_answer(reach)
@@ -216,6 +243,8 @@ class ConnectionService:
     async def update(self, connection_id: str, body: ConnectionUpdate) -> Connection:
         current = await self.get(connection_id)
         changed = body.model_fields_set
+        if current.pushed:
+            return await self._update_pushed(current, body)
         if "password" in current.unreadable and not changed & {"password", "url"}:
             raise Conflict(
                 "The stored password cannot be decrypted with this ENCRYPTION_KEY; "
@@ -259,6 +288,67 @@ class ConnectionService:
         await self._live.forget(connection_id)
         self._bus.publish(ConnectionsChanged(connection_id=connection_id))
         logger.info("connection %s removed", connection_id)
+
+    # --- push connections ---
+
+    async def _create_pushed(self, body: ConnectionCreate) -> Connection:
+        _refuse_credentials(body)
+        reach = self._reach(body, base=None)
+        existing = await self._store.list()
+        await self._require_unique_address(reach.host, reach.port, existing, except_id=None)
+        now = _now_ms()
+        connection = Connection(
+            id=str(uuid.uuid4()),
+            name=body.name or f"{reach.host}:{reach.port}",
+            host=reach.host,
+            port=reach.port,
+            username="default",
+            password=None,
+            tls=False,
+            db=0,
+            db_type="auto",
+            ssh_tunnel=None,
+            is_default=body.set_as_default or not any(c.is_default for c in existing),
+            created_at=now,
+            updated_at=now,
+            source="push",
+        )
+        await self._store.insert(connection)
+        self._bus.publish(ConnectionsChanged(connection_id=connection.id))
+        logger.info("push connection %s added (%s:%d)", connection.id, reach.host, reach.port)
+        return connection
+
+    async def _update_pushed(self, current: Connection, body: ConnectionUpdate) -> Connection:
+        _refuse_credentials(body)
+        reach = self._reach(body, base=current)
+        if (reach.host, reach.port) != (current.host, current.port):
+            existing = await self._store.list()
+            await self._require_unique_address(
+                reach.host, reach.port, existing, except_id=current.id
+            )
+        updated = replace(
+            current,
+            name=body.name if body.name is not None else current.name,
+            host=reach.host,
+            port=reach.port,
+            updated_at=_now_ms(),
+        )
+        if not await self._store.update(updated):
+            raise ConnectionNotFound(f"Connection '{current.id}' not found", field="id")
+        self._bus.publish(ConnectionsChanged(connection_id=current.id))
+        return updated
+
+    @staticmethod
+    async def _require_unique_address(
+        host: str, port: int, existing: "Sequence[Connection]", *, except_id: str | None
+    ) -> None:
+        """Pushed points are matched to a connection by host:port: one owner per address."""
+        for other in existing:
+            if other.id != except_id and (other.host.lower(), other.port) == (host.lower(), port):
+                how = "pushes to" if other.pushed else "is polled as"
+                raise Conflict(
+                    f"{host}:{port} already {how} connection '{other.name}'", field="host"
+                )
 
     # --- helpers ---
 
@@ -357,6 +447,18 @@ class ConnectionService:
         candidate = (root / Path(relative)).resolve()
         if Path(relative).is_absolute() or not candidate.is_relative_to(root):
             raise Unprocessable(f"{field}: must be a path inside SVC_SSH_KEY_DIR", field=field)
+
+
+def _refuse_credentials(body: ConnectionFields) -> None:
+    """A push connection is never dialled: credentials, TLS, tunnel or URL have no use."""
+    for name in sorted(body.model_fields_set - _PUSH_FIELDS):
+        if getattr(body, name) is not None:
+            field = ConnectionFields.model_fields[name].alias or name
+            raise Unprocessable(
+                f"{field}: a push connection takes only name, host and port "
+                "(its Collector reaches the instance; svc-monitor never connects to it)",
+                field=field,
+            )
 
 
 def _given_or(given: str | None, stored: str | None) -> str | None:

@@ -39,6 +39,8 @@ connections = Table(
     Column("is_default", Boolean, nullable=False),
     Column("created_at", BigInteger, nullable=False),
     Column("updated_at", BigInteger, nullable=False),
+    # "poll": we connect to it; "push": a Collector sends its metrics to /v1/external/metrics.
+    Column("source", String(8), nullable=False, server_default="poll"),
 )
 
 _SSH_SECRETS = ("password", "private_key", "passphrase")
@@ -168,6 +170,7 @@ class ConnectionStore:
             "is_default": c.is_default,
             "created_at": c.created_at,
             "updated_at": c.updated_at,
+            "source": c.source,
         }
 
     def _to_model(self, row: Row[Any]) -> Connection:
@@ -185,6 +188,7 @@ class ConnectionStore:
             is_default=bool(row.is_default),
             created_at=row.created_at,
             updated_at=row.updated_at,
+            source=row.source,
         )
         # Each secret opens on its own, so one bad value does not hide the others.
         errors: dict[str, str] = {}

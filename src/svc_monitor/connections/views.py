@@ -1,22 +1,28 @@
 """Models to API schemas: the one place that decides what of a connection is shown."""
 
-from svc_monitor.connections.live import EngineSnapshot
+from svc_monitor.connections.live import EngineSnapshot, PushStatus
 from svc_monitor.connections.models import Connection
 from svc_monitor.connections.schemas import (
     Capabilities,
     ConnectionRead,
     ConnectionTestResult,
     EngineStatus,
+    PushedVersion,
     SshTunnelRead,
 )
 from svc_monitor.connections.service import TestOutcome
 from svc_monitor.engine.capabilities import EngineIdentity
 
 
-def to_read(connection: Connection, seen: EngineSnapshot | None) -> ConnectionRead:
+def to_read(
+    connection: Connection, seen: EngineSnapshot | None, push: PushStatus | None = None
+) -> ConnectionRead:
     tunnel = connection.ssh_tunnel
+    if connection.pushed and seen is None:  # registered a moment ago: nothing pushed yet
+        seen = PushStatus(False, connection.updated_at).snapshot()
     return ConnectionRead(
         id=connection.id,
+        source=connection.source,
         name=connection.name,
         host=connection.host,
         port=connection.port,
@@ -42,6 +48,17 @@ def to_read(connection: Connection, seen: EngineSnapshot | None) -> ConnectionRe
         updatedAt=connection.updated_at,
         credentialError=connection.secret_error,
         engine=to_engine_status(seen),
+        lastPushAt=push.last_push_ms if push else None,
+        pushedVersion=_pushed_version(push) if push and push.last_push_ms else None,
+    )
+
+
+def _pushed_version(push: PushStatus) -> PushedVersion:
+    return PushedVersion(
+        type=push.engine,
+        version=push.version,
+        attribute=push.version_attribute,
+        missing=None if push.version else push.version_attribute,
     )
 
 

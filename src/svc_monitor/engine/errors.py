@@ -26,6 +26,12 @@ class EngineAuthError(EngineError):
     kind = "auth"
 
 
+class PushStale(EngineError):
+    """A push connection whose pushed fields have all gone stale (OTEL_METRICS_STALE_AFTER_MS)."""
+
+    kind = "stale"
+
+
 class EngineUnreachable(EngineError):
     kind = "unreachable"
 

@@ -6,7 +6,7 @@ from fastapi import APIRouter, Depends, Query, Response
 
 from svc_monitor.api_params import From, Limit, Offset, To
 from svc_monitor.connections.dependencies import ConnectionServiceDep, SelectedConnection
-from svc_monitor.errors import error_responses
+from svc_monitor.errors import Unavailable, error_responses
 from svc_monitor.metrics.schemas import (
     HistorySeries,
     MemorySnapshot,
@@ -31,12 +31,24 @@ async def get_info(
     connection: SelectedConnection,
     connections: ConnectionServiceDep,
     metrics: MetricsDep,
+    services: ServicesDep,
     sections: Annotated[
         str | None, Query(max_length=200, description="comma-separated INFO sections")
     ] = None,
 ) -> ParsedInfoRead:
-    """INFO of the selected connection, read live and parsed into sections."""
+    """INFO of the selected connection, read live and parsed into sections.
+
+    For a push connection: the fields its Collector pushed that are still fresh (no
+    command is sent); 503 until a push arrives or once every field is stale."""
     wanted = [s.strip() for s in (sections or "").split(",") if s.strip()]
+    if connection.pushed:
+        latest = services.live_state.latest(connection.id)
+        if latest is None:
+            raise Unavailable(f"No fresh metrics pushed for '{connection.name}' yet")
+        pushed = latest.info.sections
+        return ParsedInfoRead(
+            sections={k: v for k, v in pushed.items() if not wanted or k in wanted}
+        )
     client = connections.client(connection)
     return ParsedInfoRead(sections=await metrics.live_info(client, wanted))
 

@@ -65,6 +65,12 @@ class Sampler:
             "io_threaded_reads": info.get_int("stats", "io_threaded_reads_processed"),
             "io_threaded_writes": info.get_int("stats", "io_threaded_writes_processed"),
         }
+        if observation.pushed:
+            # The spec's rule for pushed snapshots: maxmemory, ops/s and CPU read 0 when
+            # not pushed; every other unpushed field stays null (a gap, not a zero).
+            for name in ("maxmemory", "ops_per_sec", "cpu_sys_percent", "cpu_user_percent"):
+                if memory[name] is None:
+                    memory[name] = 0
         keys, expires = _keyspace_totals(info)
         stats = {
             **base,

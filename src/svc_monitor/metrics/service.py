@@ -39,7 +39,9 @@ class MetricsService:
         if observation.node is not None or not self._sampler.due(observation):
             return
         memory, stats = self._sampler.rows(observation)
-        await self._store.insert([memory], [stats])
+        # A pushed instance gets a memory snapshot only when used_memory was pushed.
+        keep_memory = not observation.pushed or memory["used_memory"] is not None
+        await self._store.insert([memory] if keep_memory else [], [stats])
 
     async def memory_snapshots(
         self, connection_id: str, *, since: int | None, until: int | None, limit: int, offset: int

@@ -15,7 +15,7 @@ from svc_monitor.runtime_settings.schemas import RuntimeSettingsValues
 class Observation:
     """INFO-shaped facts about one instance: `info.get(section, field)`, received at one time.
 
-    Pushed instances (OTLP) will fill only what was pushed; a missing field is absent,
+    Pushed instances (OTLP) fill only what was pushed; a missing field is absent,
     never 0.
     """
 
@@ -24,6 +24,7 @@ class Observation:
     info: ParsedInfo
     node: str | None = None  # host:port of a cluster node; None for the connection itself
     round_trip_ms: float | None = None  # how long the INFO took to answer, when polled
+    pushed: bool = False  # from the OTLP receiver: only the fields a Collector sent
 
 
 @dataclass(frozen=True, slots=True)

@@ -104,7 +104,12 @@ class PollSupervisor:
 
     async def reconcile(self) -> None:
         await self._refresh_values()
-        wanted = {c.id: c for c in await self._connections.list() if "password" not in c.unreadable}
+        wanted = {
+            c.id: c
+            for c in await self._connections.list()
+            # Push connections are never dialled: the OTLP receiver feeds their pipe.
+            if "password" not in c.unreadable and not c.pushed
+        }
         for connection_id, polled in list(self._polled.items()):
             current = wanted.get(connection_id)
             if current is None or current.updated_at != polled.connection.updated_at:

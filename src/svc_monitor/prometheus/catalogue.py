@@ -419,6 +419,22 @@ OWN = (
         "Unix time of the last OTLP export request of a signal that succeeded.",
         "signal",
     ),
+    # The metrics receiver's (otlp/ingest_counts.py), full profile only.
+    Family(
+        "svc_otlp_metric_points_accepted",
+        "counter",
+        "Pushed metric points taken by /v1/external/metrics.",
+        full=True,
+        per_connection=False,
+    ),
+    Family(
+        "svc_otlp_metric_points_dropped",
+        "counter",
+        "Pushed metric points dropped by /v1/external/metrics, by reason.",
+        ("reason",),
+        full=True,
+        per_connection=False,
+    ),
 )
 
 FAMILIES: tuple[Family, ...] = (

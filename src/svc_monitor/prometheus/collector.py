@@ -77,6 +77,7 @@ class Rows:
 class ScrapedConnection:
     id: str
     address: str  # host:port, the `connection` label
+    pushed: bool = False  # an OTLP push connection: never polled, so no svc_poll_stale
 
 
 @dataclass(frozen=True, slots=True)
@@ -332,6 +333,8 @@ class LiveStateCollector:
         stale = _new(c.POLL_STALE)
         fresh_after = self._now_ms - POLL_STALE_AFTER_MS
         for connection in self._connections:
+            if connection.pushed:
+                continue
             latest = self._live_state.latest(connection.id)
             answered = latest is not None and latest.received_at_ms >= fresh_after
             stale.add_metric([connection.address], 0.0 if answered else 1.0)

@@ -31,8 +31,11 @@ class PrometheusService:
         connections: Callable[[], Sequence[Connection]],
         live_state: LiveState,
         settings: Settings,
+        *,
+        pushed_connections: Callable[[], Sequence[Connection]] = list,
     ) -> None:
         self._connections = connections
+        self._pushed_connections = pushed_connections
         self._live_state = live_state
         self._settings = settings
         self._own: list[Collector] = []
@@ -69,6 +72,10 @@ class PrometheusService:
 
         self._add_process_collectors()
         connections = [ScrapedConnection(c.id, f"{c.host}:{c.port}") for c in self._connections()]
+        connections += [
+            ScrapedConnection(c.id, f"{c.host}:{c.port}", pushed=True)
+            for c in self._pushed_connections()
+        ]
         collector = LiveStateCollector(
             self._live_state,
             connections,

@@ -1,0 +1,99 @@
+"""The spec's mapping table: a pushed `redis.*`/`valkey.*` metric to one INFO field.
+
+Every accepted point maps to exactly one INFO field; nothing is summed. Names and
+attributes follow the Collector's redisreceiver (../shared/otlp-collector-facts.md); the
+`valkey.*` names mirror them. Units are never checked: they changed between receiver
+releases.
+"""
+
+from dataclasses import dataclass
+from typing import Literal
+
+Engine = Literal["redis", "valkey"]
+
+# How a point's attributes pick its field.
+Shape = Literal["plain", "cpu", "role", "db", "cmd"]
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """Where a metric's points go: `section.field`, or a composite entry's `field`."""
+
+    shape: Shape
+    section: str
+    field: str
+    # INFO keeps these as decimals; every other field is an integer count.
+    decimal: bool = False
+
+
+_PLAIN: dict[str, tuple[str, str]] = {
+    "memory.used": ("memory", "used_memory"),
+    "memory.rss": ("memory", "used_memory_rss"),
+    "memory.peak": ("memory", "used_memory_peak"),
+    "memory.lua": ("memory", "used_memory_lua"),
+    "memory.used_memory_overhead": ("memory", "used_memory_overhead"),
+    "memory.used_memory_startup": ("memory", "used_memory_startup"),
+    "maxmemory": ("memory", "maxmemory"),
+    "commands": ("stats", "instantaneous_ops_per_sec"),
+    "commands.processed": ("stats", "total_commands_processed"),
+    "connections.received": ("stats", "total_connections_received"),
+    "connections.rejected": ("stats", "rejected_connections"),
+    "keys.evicted": ("stats", "evicted_keys"),
+    "keys.expired": ("stats", "expired_keys"),
+    "keyspace.hits": ("stats", "keyspace_hits"),
+    "keyspace.misses": ("stats", "keyspace_misses"),
+    "net.input": ("stats", "total_net_input_bytes"),
+    "net.output": ("stats", "total_net_output_bytes"),
+    "latest_fork": ("stats", "latest_fork_usec"),
+    "clients.connected": ("clients", "connected_clients"),
+    "clients.blocked": ("clients", "blocked_clients"),
+    "clients.max_input_buffer": ("clients", "client_recent_max_input_buffer"),
+    "clients.max_output_buffer": ("clients", "client_recent_max_output_buffer"),
+    "slaves.connected": ("replication", "connected_slaves"),
+    "replication.offset": ("replication", "master_repl_offset"),
+    "replication.backlog_first_byte_offset": ("replication", "repl_backlog_first_byte_offset"),
+    "uptime": ("server", "uptime_in_seconds"),
+    "rdb.changes_since_last_save": ("persistence", "rdb_changes_since_last_save"),
+}
+
+
+def _table() -> dict[str, Target]:
+    table = {suffix: Target("plain", s, f) for suffix, (s, f) in _PLAIN.items()}
+    table["memory.fragmentation_ratio"] = Target(
+        "plain", "memory", "mem_fragmentation_ratio", decimal=True
+    )
+    table["cpu.time"] = Target("cpu", "cpu", "used_cpu_", decimal=True)
+    table["role"] = Target("role", "replication", "role")
+    table["db.keys"] = Target("db", "keyspace", "keys")
+    table["db.expires"] = Target("db", "keyspace", "expires")
+    table["db.avg_ttl"] = Target("db", "keyspace", "avg_ttl")
+    table["cmd.calls"] = Target("cmd", "commandstats", "calls")
+    table["cmd.usec"] = Target("cmd", "commandstats", "usec")
+    return table
+
+
+TABLE: dict[str, Target] = _table()
+
+CPU_STATES = frozenset(
+    {"sys", "sys_children", "sys_main_thread", "user", "user_children", "user_main_thread"}
+)
+ROLES = {"primary": "master", "replica": "slave"}
+
+
+def lookup(metric_name: str) -> tuple[Engine, Target] | None:
+    """The engine a metric name speaks for and where its points go; None if unmapped."""
+    prefix, dot, suffix = metric_name.partition(".")
+    if not dot or prefix not in ("redis", "valkey"):
+        return None
+    target = TABLE.get(suffix)
+    if target is None:
+        return None
+    return ("valkey" if prefix == "valkey" else "redis"), target
+
+
+def database_index(text: str) -> str | None:
+    """`db` attribute `"0"` or `"db0"` -> INFO's `db0`; None when it names no database."""
+    digits = text[2:] if text.startswith("db") else text
+    if digits.isdigit() and len(digits) <= 5:
+        return f"db{int(digits)}"
+    return None
