@@ -348,10 +348,10 @@ class TestSemconvMode:
         for request in latest.values():
             if resource_key(request) == "svc-monitor":
                 continue
-            for name, metric in metrics_of(request).items():
-                assert not name.startswith("svc_"), name  # every node family has an entry
-                for point in points(metric):
-                    assert "connection" not in attributes(point), name
+            for family, sent in metrics_of(request).items():
+                assert not family.startswith("svc_"), family  # every node family has an entry
+                for point in points(sent):
+                    assert "connection" not in attributes(point), family
 
 
 class TestTiming:

@@ -23,7 +23,6 @@ from opentelemetry.sdk.resources import Resource
 from svc_monitor.app import create_app
 from tests.fixtures.app import make_settings, serve_app
 from tests.fixtures.receiver import Receiver
-from tests.fixtures.waiting import eventually
 
 TOKEN = "ingest-token-for-tests-0123456789"
 STALE_AFTER_S = 60

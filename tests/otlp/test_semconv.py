@@ -233,7 +233,7 @@ def metrics_of(request: ExportMetricsServiceRequest) -> dict[str, Metric]:
 def resource_of(request: ExportMetricsServiceRequest) -> dict[str, object]:
     [resource_metrics] = request.resource_metrics
     return {
-        a.key: getattr(a.value, a.value.WhichOneof("value"))
+        a.key: getattr(a.value, str(a.value.WhichOneof("value")))
         for a in resource_metrics.resource.attributes
     }
 

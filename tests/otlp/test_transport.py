@@ -34,7 +34,7 @@ class TestPost:
         assert received.path == "/otlp/v1/metrics"
         assert received.headers["Content-Encoding"] == "gzip"
         assert int(received.headers["Content-Length"]) == len(gzip.compress(a_request(), 6))
-        assert received.message is not None
+        assert isinstance(received.message, ExportMetricsServiceRequest)
         assert received.message.resource_metrics[0].scope_metrics[0].metrics[0].name == "m"
 
     async def test_an_error_status_is_a_failure_with_the_status(self, otlp_receiver: OtlpReceiver):
