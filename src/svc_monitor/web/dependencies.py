@@ -60,8 +60,14 @@ async def get_ui(
     features: FeaturesDep,
     templates: Annotated[Templates, Depends(get_templates)],
 ) -> Ui:
-    shell = await build_shell(services.connections, request.cookies.get(CONNECTION_COOKIE))
-    return Ui(request, services, features, templates, shell, Viewer.of(request))
+    viewer = Viewer.of(request)
+    shell = await build_shell(
+        services.connections,
+        request.cookies.get(CONNECTION_COOKIE),
+        # Admins only when user control is on, as GET /api/connections/discovered.
+        discovery=services.discovery if viewer.is_admin else None,
+    )
+    return Ui(request, services, features, templates, shell, viewer)
 
 
 UiDep = Annotated[Ui, Depends(get_ui)]

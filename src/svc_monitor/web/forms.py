@@ -68,6 +68,25 @@ def to_request(
         return _problems(exc)
 
 
+def to_push_request(
+    model: type[ModelT], values: dict[str, str], *, editing: bool = False
+) -> ModelT | dict[str, str]:
+    """A push connection's request: name, host and port only (no credentials, nothing
+    to dial). The engine and Valkey version fields only shape the Collector's config."""
+    data: dict[str, object] = {}
+    for name in ("name", "host", "port"):
+        if values.get(name, "").strip():
+            data[name] = values[name].strip()
+    if not editing:
+        data["source"] = "push"
+        if values.get("set_default") == "on":
+            data["set_as_default"] = True
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        return _problems(exc)
+
+
 def _problems(exc: ValidationError) -> dict[str, str]:
     problems: dict[str, str] = {}
     for error in exc.errors():

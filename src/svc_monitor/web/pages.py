@@ -17,6 +17,9 @@ class Page:
     needs_connection: bool = True
     # Who sees it in the navigation (auth/roles.py RULES decides who may open it).
     audience: Literal["everyone", "members", "admins"] = "everyone"
+    # Sends the instance commands (SLOWLOG, CLIENT LIST, the CLI...): a push connection,
+    # which svc-monitor never dials, shows shell/needs_live.html in its place.
+    live_only: bool = False
 
 
 # The charts' time-range picker on every page: key -> (label, window in ms).

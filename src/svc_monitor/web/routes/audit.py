@@ -19,10 +19,11 @@ from svc_monitor.engine.capabilities import EngineIdentity
 from svc_monitor.events import now_ms
 from svc_monitor.web.dependencies import Ui, UiDep
 from svc_monitor.web.links import filter_query
+from svc_monitor.web.live import pushed
 from svc_monitor.web.pages import Page
 from svc_monitor.web.sections import Section, load
 
-PAGE = Page("audit", "/audit", "ACL audit")
+PAGE = Page("audit", "/audit", "ACL audit", live_only=True)
 router = APIRouter(include_in_schema=False)
 
 PAGE_SIZE = 50
@@ -156,6 +157,8 @@ async def audit_page(
     window: Window = None,
     page: PageNumber = None,
 ) -> HTMLResponse:
+    if pushed(ui.shell):
+        return ui.page(PAGE, "audit/page.html")
     filters = parse_filters(username, reason, window, page)
     connection = ui.shell.connection
     view = None if connection is None else await read_audit(ui, connection, filters)
@@ -171,6 +174,8 @@ async def audit_trail(
     page: PageNumber = None,
 ) -> HTMLResponse:
     """Totals and entries alone, which the first page refreshes as the poll stores more."""
+    if pushed(ui.shell):
+        return ui.fragment("shell/needs_live.html")
     filters = parse_filters(username, reason, window, page)
     connection = ui.shell.connection
     view = None if connection is None else await read_audit(ui, connection, filters)

@@ -11,9 +11,10 @@ from fastapi.responses import HTMLResponse
 
 from svc_monitor.console.cli.parsing import MAX_LINE_CHARS
 from svc_monitor.web.dependencies import Ui, UiDep
+from svc_monitor.web.live import pushed
 from svc_monitor.web.pages import Page
 
-PAGE = Page("cli", "/cli", "CLI")
+PAGE = Page("cli", "/cli", "CLI", live_only=True)
 router = APIRouter(include_in_schema=False)
 
 Mode = Literal["member", "read-only", "unsafe"]
@@ -30,4 +31,6 @@ def cli_mode(ui: Ui) -> Mode:
 @router.get("/cli")
 async def cli_page(ui: UiDep) -> HTMLResponse:
     """A redis-cli style terminal on the chosen connection."""
+    if pushed(ui.shell):
+        return ui.page(PAGE, "cli/page.html")
     return ui.page(PAGE, "cli/page.html", mode=cli_mode(ui), max_line=MAX_LINE_CHARS)

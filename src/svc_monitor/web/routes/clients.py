@@ -14,11 +14,11 @@ from svc_monitor.connections.dependencies import SelectedConnection
 from svc_monitor.events import now_ms
 from svc_monitor.services import FeaturesDep, ServicesDep
 from svc_monitor.web.dependencies import Ui, UiDep
-from svc_monitor.web.live import load_live
+from svc_monitor.web.live import load_live, pushed
 from svc_monitor.web.pages import RANGES, Page
 from svc_monitor.web.sections import Section, load
 
-PAGE = Page("clients", "/clients", "Clients")
+PAGE = Page("clients", "/clients", "Clients", live_only=True)
 router = APIRouter(include_in_schema=False)
 
 _SORT_FIELDS: dict[str, str] = {
@@ -121,7 +121,7 @@ async def clients_page(
 ) -> HTMLResponse:
     """The live client list, and connection history from the stored CLIENT LIST polls."""
     connection = ui.shell.connection
-    if connection is None:
+    if connection is None or connection.pushed:
         return ui.page(PAGE, "clients/page.html")
     live = await _live_table(ui, sort=sort, order=order, type=type)
     since = now_ms() - _STATS_WINDOW_MS
@@ -149,6 +149,8 @@ async def clients_live(
     type: Annotated[str | None, Query(max_length=32)] = None,
 ) -> HTMLResponse:
     """The live table alone, which the page refreshes."""
+    if pushed(ui.shell):
+        return ui.fragment("shell/needs_live.html")
     if ui.shell.connection is None:
         return ui.fragment("clients/live.html", live=Section.unsupported("No connection chosen"))
     live = await _live_table(ui, sort=sort, order=order, type=type)

@@ -20,10 +20,11 @@ from svc_monitor.engine.capabilities import EngineIdentity
 from svc_monitor.engine.cluster import SLOT_COUNT
 from svc_monitor.live_metrics.schemas import ClusterInfoRead, ClusterNodeRead, SlotStatsRead
 from svc_monitor.web.dependencies import Ui, UiDep
+from svc_monitor.web.live import pushed
 from svc_monitor.web.pages import Page
 from svc_monitor.web.sections import Section, load
 
-PAGE = Page("cluster", "/cluster", "Cluster")
+PAGE = Page("cluster", "/cluster", "Cluster", live_only=True)
 router = APIRouter(include_in_schema=False)
 
 STANDALONE = "Standalone mode: this server is not a cluster node (cluster-enabled no)"
@@ -256,7 +257,7 @@ async def cluster_page(ui: UiDep, metric: MetricKey = None) -> HTMLResponse:
     chosen = _metric(metric)
     connection = ui.shell.connection
     view = slots = None
-    if connection is not None:
+    if connection is not None and not connection.pushed:
         view = await read_cluster(ui, connection)
         if not view.standalone:
             # All 16384 slots' stats take a few hundred ms to read and parse on a large
@@ -280,6 +281,8 @@ async def cluster_page(ui: UiDep, metric: MetricKey = None) -> HTMLResponse:
 @router.get("/ui/cluster/live")
 async def cluster_live(ui: UiDep) -> HTMLResponse:
     """Health, nodes, topology and node stats alone, which the page refreshes."""
+    if pushed(ui.shell):
+        return ui.fragment("shell/needs_live.html")
     connection = ui.shell.connection
     view = None if connection is None else await read_cluster(ui, connection)
     return ui.fragment(
@@ -290,6 +293,8 @@ async def cluster_live(ui: UiDep) -> HTMLResponse:
 @router.get("/ui/cluster/slots")
 async def cluster_slots(ui: UiDep, metric: MetricKey = None) -> HTMLResponse:
     """The slot heatmap for one metric (the page's metric tabs load it)."""
+    if pushed(ui.shell):
+        return ui.fragment("shell/needs_live.html")
     chosen = _metric(metric)
     connection = ui.shell.connection
     slots = None if connection is None else await read_heatmap(ui, connection, METRICS[chosen])

@@ -2,15 +2,25 @@
 
 Every change goes through ConnectionService, exactly as the REST API's does; a
 successful change reloads the page (`HX-Refresh`) so every part shows the new state.
+The dialog's OTLP push tab registers a push connection and shows the Collector
+configuration for it; the switcher lists discovered pushers to register or dismiss.
 """
 
-from fastapi import APIRouter, Request
+import re
+from dataclasses import dataclass, field
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Request
 from fastapi.responses import HTMLResponse, Response
 
+from svc_monitor.auth.origin import public_base
+from svc_monitor.connections.addresses import is_plain_host
+from svc_monitor.connections.models import Connection
 from svc_monitor.connections.schemas import ConnectionCreate, ConnectionTest, ConnectionUpdate
 from svc_monitor.errors import AppError
+from svc_monitor.otlp.collector_config import VERSION_PATTERN, Engine, collector_config
 from svc_monitor.web.dependencies import UI_HEADERS, FromThisPage, Ui, UiDep
-from svc_monitor.web.forms import ConnectionForm, parse_form, to_request
+from svc_monitor.web.forms import ConnectionForm, parse_form, to_push_request, to_request
 from svc_monitor.web.shell import CONNECTION_COOKIE
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
@@ -38,19 +48,50 @@ async def manage_connections(ui: UiDep) -> HTMLResponse:
 
 
 @router.get("/connections/new")
-async def new_connection(ui: UiDep) -> HTMLResponse:
-    form = ConnectionForm({"port": "6379"})
-    return ui.fragment("connections/dialog.html", form=form, editing=None)
+async def new_connection(request: Request, ui: UiDep) -> HTMLResponse:
+    """The Add Connection dialog; `?source=push` opens its OTLP push tab, filled in from
+    `name`, `host` and `port` when given (a discovered instance's Register)."""
+    query = request.query_params
+    if query.get("source") != "push":
+        form = ConnectionForm({"port": "6379"})
+        return ui.fragment("connections/dialog.html", form=form, editing=None, push=False)
+    values = {name: query.get(name, "")[:255] for name in ("name", "host", "port")}
+    values["port"] = values["port"] or "6379"
+    return _push_dialog(ui, values, editing=None)
 
 
 @router.get("/connections/{connection_id}/edit")
 async def edit_connection(connection_id: str, ui: UiDep) -> HTMLResponse:
     c = await ui.services.connections.get(connection_id)
     values = {"name": c.name, "host": c.host, "port": str(c.port), "username": c.username}
+    if c.pushed:
+        push = ui.services.connections.push_status(c)
+        if push is not None:
+            values["engine"] = push.engine
+            values["valkey_version"] = (push.version or "") if push.engine == "valkey" else ""
+        return _push_dialog(ui, values, editing=c)
     if c.tls:
         values["tls"] = "on"
     form = ConnectionForm(values)
-    return ui.fragment("connections/dialog.html", form=form, editing=c)
+    return ui.fragment("connections/dialog.html", form=form, editing=c, push=False)
+
+
+@router.get("/connections/collector-config")
+async def collector_config_panel(request: Request, ui: UiDep) -> HTMLResponse:
+    """The push form's Collector configuration, for the address as typed so far."""
+    values = dict(request.query_params)
+    return ui.fragment("connections/collector_config.html", collector=_collector(ui, values))
+
+
+@router.post("/connections/discovered/{address}/dismiss", dependencies=[FromThisPage])
+async def dismiss_discovered(
+    address: Annotated[str, Path(max_length=300)], ui: UiDep
+) -> HTMLResponse:
+    """Hide a discovered instance for 24 hours; answers with the list without it."""
+    ui.services.discovery.dismiss(address)
+    return ui.fragment(
+        "shell/discovered.html", discovered=ui.services.discovery.visible(), opened=True
+    )
 
 
 @router.post("/connections/test", dependencies=[FromThisPage])
@@ -69,7 +110,11 @@ async def test_connection(request: Request, ui: UiDep) -> HTMLResponse:
 
 @router.post("/connections", dependencies=[FromThisPage])
 async def create_connection(request: Request, ui: UiDep) -> Response:
-    body = to_request(ConnectionCreate, parse_form(await request.body()))
+    values = parse_form(await request.body())
+    if values.get("source") == "push":
+        body = to_push_request(ConnectionCreate, values)
+    else:
+        body = to_request(ConnectionCreate, values)
     if isinstance(body, dict):
         return _result(ui, errors=body)
     try:
@@ -81,7 +126,12 @@ async def create_connection(request: Request, ui: UiDep) -> Response:
 
 @router.post("/connections/{connection_id}", dependencies=[FromThisPage])
 async def update_connection(connection_id: str, request: Request, ui: UiDep) -> Response:
-    body = to_request(ConnectionUpdate, parse_form(await request.body()), editing=True)
+    current = await ui.services.connections.get(connection_id)
+    values = parse_form(await request.body())
+    if current.pushed:
+        body = to_push_request(ConnectionUpdate, values, editing=True)
+    else:
+        body = to_request(ConnectionUpdate, values, editing=True)
     if isinstance(body, dict):
         return _result(ui, errors=body)
     try:
@@ -101,6 +151,60 @@ async def set_default(connection_id: str, ui: UiDep) -> Response:
 async def delete_connection(connection_id: str, ui: UiDep) -> Response:
     await ui.services.connections.delete(connection_id)
     return _reload()
+
+
+@dataclass(frozen=True, slots=True)
+class CollectorView:
+    """The configuration for the push form's values, or what to type first."""
+
+    text: str | None = None
+    notes: list[str] = field(default_factory=list)
+    problem: str = ""
+
+
+def _collector(ui: Ui, values: dict[str, str]) -> CollectorView:
+    host, port = values.get("host", "").strip(), values.get("port", "").strip()
+    version = values.get("valkey_version", "").strip()
+    engine: Engine = "valkey" if values.get("engine") == "valkey" else "redis"
+    if not host:
+        return CollectorView(problem="Type the host the Collector reports.")
+    if not is_plain_host(host) or len(host) > 255:
+        return CollectorView(problem=f"'{host}' is not a host name or IP address.")
+    if not (port.isascii() and port.isdigit() and 1 <= int(port) <= 65535):
+        return CollectorView(problem="The port is a number from 1 to 65535.")
+    if engine == "valkey" and version and not re.fullmatch(VERSION_PATTERN, version):
+        return CollectorView(problem=f"'{version}' is not a Valkey version such as 9.0.0.")
+    settings = ui.services.settings
+    text = collector_config(
+        host=host,
+        port=int(port),
+        service_url=public_base(ui.request, settings),
+        engine=engine,
+        valkey_version=version or None,
+        token=settings.OTEL_INGEST_TOKEN is not None,
+    )
+    notes = []
+    if not settings.OTEL_INGEST_ENABLED:
+        notes.append(
+            "OTLP ingest is off here (OTEL_INGEST_ENABLED=false): svc-monitor answers the "
+            "Collector 404 until it is turned on."
+        )
+    if settings.OTEL_INGEST_TOKEN is None:
+        notes.append(
+            "OTEL_INGEST_TOKEN is not set: svc-monitor takes metrics from anyone who can "
+            "reach it. Set it, and the configuration gains the bearer header."
+        )
+    return CollectorView(text=text, notes=notes)
+
+
+def _push_dialog(ui: Ui, values: dict[str, str], *, editing: Connection | None) -> HTMLResponse:
+    return ui.fragment(
+        "connections/dialog.html",
+        form=ConnectionForm(values),
+        editing=editing,
+        push=True,
+        collector=_collector(ui, values),
+    )
 
 
 def _result(ui: Ui, *, errors: dict[str, str]) -> HTMLResponse:

@@ -22,7 +22,7 @@ from svc_monitor.web.sections import Section, load
 
 T = TypeVar("T")
 
-PAGE = Page("latency", "/latency", "Latency")
+PAGE = Page("latency", "/latency", "Latency", live_only=True)
 router = APIRouter(include_in_schema=False)
 
 NO_MONITOR = (
@@ -173,7 +173,7 @@ async def _missing(message: str) -> Section[list[CommandLatency]]:
 async def latency_page(ui: UiDep) -> HTMLResponse:
     """Latest spikes per event, their history, command latency histograms, and the doctor."""
     connection = ui.shell.connection
-    if connection is None:
+    if connection is None or connection.pushed:
         return ui.page(PAGE, "latency/page.html")
     live = ui.features.live_metrics
     identity = ui.shell.identity

@@ -84,6 +84,35 @@ class Limits:
     policy: str | None
 
 
+@dataclass(frozen=True, slots=True)
+class PushedMemory:
+    """A push connection's memory now, from the INFO fields its Collector pushed (None
+    for a field it does not push); MEMORY STATS needs a live connection."""
+
+    used: int | None
+    rss: int | None
+    peak: int | None
+    fragmentation: float | None
+    received_at_ms: int
+
+
+def _pushed_memory(ui: Ui) -> PushedMemory | None:
+    connection = ui.shell.connection
+    if connection is None or not connection.pushed:
+        return None
+    latest = ui.services.live_state.latest(connection.id)
+    if latest is None:
+        return None
+    info = latest.info
+    return PushedMemory(
+        used=info.get_int("memory", "used_memory"),
+        rss=info.get_int("memory", "used_memory_rss"),
+        peak=info.get_int("memory", "used_memory_peak"),
+        fragmentation=info.get_float("memory", "mem_fragmentation_ratio"),
+        received_at_ms=latest.received_at_ms,
+    )
+
+
 def _limits(ui: Ui) -> Limits | None:
     connection = ui.shell.connection
     latest = ui.services.live_state.latest(connection.id) if connection else None
@@ -118,6 +147,7 @@ async def memory_page(ui: UiDep) -> HTMLResponse:
         stats=stats,
         doctor=doctor,
         limits=_limits(ui),
+        pushed_memory=_pushed_memory(ui),
         ranges=RANGES,
         snapshot_ranges=SNAPSHOT_RANGES,
         snapshot_limit=SNAPSHOT_LIMIT,

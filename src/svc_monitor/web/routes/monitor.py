@@ -21,10 +21,11 @@ from svc_monitor.console.monitor.service import (
 from svc_monitor.errors import AppError
 from svc_monitor.web.dependencies import FromThisPage, Ui, UiDep
 from svc_monitor.web.forms import parse_form
+from svc_monitor.web.live import pushed
 from svc_monitor.web.pages import Page
 from svc_monitor.web.sections import Section, load
 
-PAGE = Page("monitor", "/monitor", "MONITOR")
+PAGE = Page("monitor", "/monitor", "MONITOR", live_only=True)
 router = APIRouter(include_in_schema=False)
 
 DURATIONS = {
@@ -69,6 +70,8 @@ async def _captures(ui: Ui) -> Section[list[CaptureSession]]:
 @router.get("/monitor")
 async def monitor_page(ui: UiDep) -> HTMLResponse:
     """The preflight, the start form and this connection's captures."""
+    if pushed(ui.shell):
+        return ui.page(PAGE, "monitor/page.html")
     return ui.page(
         PAGE,
         "monitor/page.html",
@@ -88,6 +91,8 @@ async def capture_page(ui: UiDep, session_id: SessionId) -> HTMLResponse:
 @router.get("/ui/monitor/preflight")
 async def preflight_panel(ui: UiDep, duration_ms: DurationQuery = None) -> HTMLResponse:
     """What starting a capture would do now, for the chosen duration."""
+    if pushed(ui.shell):
+        return ui.fragment("shell/needs_live.html")
     connection = ui.shell.connection
     preflight = None
     if connection is not None:

@@ -31,10 +31,11 @@ from svc_monitor.slowlog.schemas import PatternAnalysis, StoredLogEntry
 from svc_monitor.slowlog.service import SlowlogService
 from svc_monitor.web.dependencies import Ui, UiDep
 from svc_monitor.web.links import filter_query
+from svc_monitor.web.live import pushed
 from svc_monitor.web.pages import Page
 from svc_monitor.web.sections import Section, load
 
-PAGE = Page("slowlog", "/slowlog", "Slow log")
+PAGE = Page("slowlog", "/slowlog", "Slow log", live_only=True)
 router = APIRouter(include_in_schema=False)
 
 PAGE_SIZE = 100
@@ -208,6 +209,8 @@ async def slowlog_page(
     page: PageNumber = None,
 ) -> HTMLResponse:
     """The tabs, the filters, one page of stored entries and the pattern analysis."""
+    if pushed(ui.shell):
+        return ui.page(PAGE, "slowlog/page.html")
     filters = parse_filters(log, window, command, min_, page)
     connection = ui.shell.connection
     view = None if connection is None else await read_log(ui, connection, filters)
@@ -224,6 +227,8 @@ async def slowlog_log(
     page: PageNumber = None,
 ) -> HTMLResponse:
     """The entries and patterns alone, which the first page refreshes every few seconds."""
+    if pushed(ui.shell):
+        return ui.fragment("shell/needs_live.html")
     filters = parse_filters(log, window, command, min_, page)
     connection = ui.shell.connection
     view = None if connection is None else await read_log(ui, connection, filters)
