@@ -11,6 +11,8 @@ from dataclasses import dataclass, replace
 MAX_DISCOVERED = 200
 FORGET_AFTER_MS = 24 * 3_600_000
 DISMISS_FOR_MS = 24 * 3_600_000
+# A pusher chooses its service.name: keep what a person can read, not what it sends.
+MAX_NAME_CHARS = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +45,7 @@ class DiscoveredInstances:
             return
         now = self._now_ms()
         address = f"{host.lower()}:{port}"
+        name = name[:MAX_NAME_CHARS] if name else None
         known = self._seen.get(address)
         if known is not None:
             self._seen[address] = replace(known, last_seen_ms=now, name=name or known.name)

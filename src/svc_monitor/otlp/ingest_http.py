@@ -82,7 +82,9 @@ def _check_gate(request: Request, settings: Settings) -> None:
     token = settings.OTEL_INGEST_TOKEN
     if token is None:
         return
-    given = request.headers.get("authorization", "")
+    sent = request.headers.getlist("authorization")
+    # Two Authorization headers are ambiguous: refuse rather than pick one.
+    given = sent[0] if len(sent) == 1 else ""
     scheme, _, credential = given.partition(" ")
     expected = token.get_secret_value().encode()
     # Compared in constant time whatever the scheme, so timing tells nothing either way.
@@ -135,6 +137,8 @@ def inflate(data: bytes, *, gzip: bool, limit: int = MAX_BODY_BYTES) -> bytes:
                 raise IngestRefused(413, _too_large(limit))
             pending = inflater.unconsumed_tail
             if inflater.eof:
+                if inflater.unused_data:  # a second stream or junk: not one message
+                    raise IngestRefused(400, "Unexpected bytes after the compressed body")
                 break
         if not inflater.eof:
             out += inflater.flush()
@@ -166,7 +170,7 @@ def decode(body: bytes, request_type: type[M], encoding: Encoding) -> M:
         return message
     try:
         document = json.loads(body)
-    except (UnicodeDecodeError, ValueError) as exc:
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise IngestRefused(400, f"The body is not valid JSON: {exc}") from None
     if not isinstance(document, dict):
         raise IngestRefused(400, "The body must be a JSON object")

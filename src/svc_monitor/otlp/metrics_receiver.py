@@ -261,7 +261,9 @@ class MetricsReceiver:
         if reason is None and pushed is None:
             reason = "unknown_instance"  # registered a moment ago: the next refresh adds it
         if reason is not None or pushed is None:
-            tally.dropped[reason or "unknown_instance"] += sum(_point_count(m) for m in all_metrics)
+            count = sum(_point_count(m) for m in all_metrics)
+            if count:  # a resource without points rejects nothing
+                tally.dropped[reason or "unknown_instance"] += count
             return
         accepted_before = tally.accepted
         valkey_named = False

@@ -68,11 +68,11 @@ def resource_address(attributes: Iterable[KeyValue]) -> PushedAddress | None:
             elif kind == "string_value":
                 server_port = value.string_value.strip()
     if instance_id and (parsed := parse_instance_id(instance_id)) is not None:
-        return parsed
+        return _usable(parsed)
     if server_address and server_port and _PORT.fullmatch(server_port):
         port = int(server_port)
         if port <= 65535:
-            return PushedAddress(_unbracket(server_address.strip()), port)
+            return _usable(PushedAddress(_unbracket(server_address.strip()), port))
     return None
 
 
@@ -92,6 +92,14 @@ def parse_instance_id(text: str) -> PushedAddress | None:
 
 def _unbracket(host: str) -> str:
     return host[1:-1] if host.startswith("[") and host.endswith("]") else host
+
+
+# The longest DNS name: a longer "host" names nothing we could ever register.
+MAX_HOST_CHARS = 253
+
+
+def _usable(address: PushedAddress) -> PushedAddress | None:
+    return address if 0 < len(address.host) <= MAX_HOST_CHARS else None
 
 
 class AddressBook:
