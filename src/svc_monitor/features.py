@@ -45,6 +45,8 @@ from svc_monitor.slowlog import store as slowlog_store
 from svc_monitor.slowlog.api import router as slowlog_router
 from svc_monitor.slowlog.service import SlowlogService
 from svc_monitor.storage.retention import MEMORY_ROW_CAP, HistoryRetention
+from svc_monitor.traces import store as traces_store
+from svc_monitor.traces.api import router as traces_router
 from svc_monitor.webhooks import store as webhook_store
 
 ROUTERS: tuple[APIRouter, ...] = (
@@ -58,6 +60,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     cli_router,
     monitor_router,
     prometheus_router,
+    traces_router,
 )
 
 
@@ -119,6 +122,7 @@ def _retention(services: Services) -> HistoryRetention:
         *metrics_store.HISTORY_TABLES,
         *commandstats_store.HISTORY_TABLES,
         *client_analytics_store.HISTORY_TABLES,
+        *traces_store.HISTORY_TABLES,  # spans: as fast-growing as the samples
     )
     settings = services.settings
     return HistoryRetention(

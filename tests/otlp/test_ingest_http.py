@@ -803,6 +803,19 @@ class TestAnswers:
         answer = await receiver.post(json.dumps(document).encode(), content_type=JSON)
         assert (answer.status_code, answer.json()) == (200, {})
 
+    async def test_metrics_without_points_reject_nothing(self, receiver: Receiver):
+        """A25: a histogram, a delta sum and an unmapped name, all without points, from
+        the registered instance: nothing was rejected, so no `reason=0` items."""
+        document = pushed_json([{"asInt": "12"}])
+        document["resourceMetrics"][0]["scopeMetrics"][0]["metrics"] += [
+            {"name": "redis.cmd.latency", "histogram": {"aggregationTemporality": 2}},
+            {"name": "redis.keys.expired", "sum": {"aggregationTemporality": 1}},
+            {"name": "redis.no.such.metric", "gauge": {}},
+        ]
+        answer = await receiver.post(json.dumps(document).encode(), content_type=JSON)
+        assert (answer.status_code, answer.json()) == (200, {})
+        assert (await receiver.pushed_fields())["memory"]["used_memory"] == 12
+
 
 # --- the gate ---
 

@@ -175,6 +175,8 @@ RULES: dict[str, Access] = {
     "GET /api/metrics/commandstats/history": MEMBER,
     "GET /api/latency-analytics/snapshots": MEMBER,
     "GET /api/latency-analytics/histograms": MEMBER,
+    "GET /api/traces": MEMBER,
+    "GET /api/traces/{traceId}": MEMBER,
     # configuration can hold credentials (requirepass, masterauth)
     "GET /api/metrics/config": ADMIN,
     "GET /api/metrics/config/{parameter}": ADMIN,
@@ -205,12 +207,14 @@ RULES: dict[str, Access] = {
     "GET /ui/connections": MEMBER,
     "GET /ui/connections/new": MEMBER,
     "GET /ui/connections/{connection_id}/edit": MEMBER,
+    "GET /ui/connections/collector-config": MEMBER,
     "POST /ui/connection": MEMBER,  # picks the connection this browser looks at: a read
     "POST /ui/connections/test": ADMIN,
     "POST /ui/connections": ADMIN,
     "POST /ui/connections/{connection_id}": ADMIN,
     "POST /ui/connections/{connection_id}/default": ADMIN,
     "POST /ui/connections/{connection_id}/delete": ADMIN,
+    "POST /ui/connections/discovered/{address}/dismiss": ADMIN,
     "POST /ui/license/offline": ADMIN,
     "POST /ui/license/offline/remove": ADMIN,
     "POST /ui/license/refresh": ADMIN,
@@ -266,6 +270,10 @@ RULES: dict[str, Access] = {
     "POST /ui/monitor/sessions": ADMIN,
     "POST /ui/monitor/sessions/{session_id}/stop": ADMIN,
     "POST /ui/monitor/sessions/{session_id}/delete": ADMIN,
+    # --- AI Traces (traces/): stored spans are reads for any member ---
+    "GET /ai-traces": MEMBER,
+    "GET /ui/ai-traces/list": MEMBER,
+    "GET /ui/ai-traces/view": MEMBER,
     # --- the catch-alls: a JSON or HTML 404 (or 503 while starting) for any unknown path ---
     "DELETE /api/{path}": PUBLIC,
     "GET /api/{path}": PUBLIC,

@@ -347,19 +347,24 @@ class MetricsReceiver:
             pushed.versions["valkey_version"] = valkey_version.strip()
 
     async def _rescan_due(self) -> None:
+        if not self.version_watchers:
+            return
         now = self._now_ms()
         for connection_id, pushed in list(self._pushed.items()):
-            engine, version, _ = pushed.version()
-            if version is None or not self.version_watchers:
-                continue
-            current = (engine, version)
-            if pushed.scanned != current or now - pushed.scanned_at_ms >= RESCAN_EVERY_MS:
-                pushed.scanned, pushed.scanned_at_ms = current, now
-                for watcher in self.version_watchers:
-                    try:
-                        await watcher(connection_id, engine, version)
-                    except Exception:
-                        logger.exception("the version watcher failed for %s", connection_id)
+            await self._rescan_if_due(connection_id, pushed, now)
+
+    async def _rescan_if_due(self, connection_id: str, pushed: _Pushed, now: int) -> None:
+        engine, version, _ = pushed.version()
+        if version is None or not self.version_watchers:
+            return
+        current = (engine, version)
+        if pushed.scanned != current or now - pushed.scanned_at_ms >= RESCAN_EVERY_MS:
+            pushed.scanned, pushed.scanned_at_ms = current, now
+            for watcher in self.version_watchers:
+                try:
+                    await watcher(connection_id, engine, version)
+                except Exception:
+                    logger.exception("the version watcher failed for %s", connection_id)
 
     # --- into the pipe ---
 
@@ -386,7 +391,8 @@ class MetricsReceiver:
             self._live_state.put(connection_id, CommandstatsFacts(now_ms, info))
             for consumer in self.commandstats_consumers:
                 await consumer(connection_id, info, now_ms)
-        await self._rescan_due()
+        # This connection only: checking every connection on each observation is O(n^2).
+        await self._rescan_if_due(connection_id, pushed, now_ms)
 
     def _publish_status(self, pushed: _Pushed) -> None:
         engine, version, attribute = pushed.version()

@@ -25,6 +25,7 @@ from svc_monitor.web.routes import (
     slowlog,
     team,
     tokens,
+    traces,
     webhooks,
 )
 
@@ -38,6 +39,7 @@ PAGE_MODULES = (
     audit,
     cli,
     monitor,
+    traces,
     webhooks,
     team,
     activity,
