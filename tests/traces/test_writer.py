@@ -4,6 +4,7 @@ import asyncio
 from typing import Any
 
 import pytest
+from google.rpc import status_pb2
 from sqlalchemy.exc import OperationalError
 
 from svc_monitor.traces.writer import GroupWriter, TraceStorageBusy, TraceStorageFailed
@@ -94,6 +95,7 @@ async def test_an_export_storage_cannot_take_answers_503(api: RunningApp):
         "/v1/traces", content=body, headers={"content-type": "application/x-protobuf"}
     )
     assert response.status_code == 503  # OTLP senders retry a 503
-    assert response.json()["message"] == (
-        "Trace storage failed to store the spans; retry the export"
-    )
+    # Refusals are a google.rpc.Status in the request's encoding, as OTLP/HTTP says.
+    assert response.headers["content-type"] == "application/x-protobuf"
+    status = status_pb2.Status.FromString(response.content)
+    assert status.message == "Trace storage failed to store the spans; retry the export"

@@ -26,6 +26,7 @@ from google.protobuf.message import DecodeError, Message
 from google.rpc import status_pb2
 
 from svc_monitor.config import Settings
+from svc_monitor.errors import AppError
 
 MAX_BODY_BYTES = 1024 * 1024
 # Inflate in steps of this many output bytes: memory stays bounded whatever the ratio.
@@ -37,7 +38,7 @@ M = TypeVar("M", bound=Message)
 _HEX_ID_FIELDS = frozenset({"traceId", "spanId", "parentSpanId", "trace_id", "span_id"})
 
 # gRPC status codes for the Status body, by HTTP status.
-_GRPC_CODES = {400: 3, 401: 16, 404: 5, 413: 8, 415: 3}
+_GRPC_CODES = {400: 3, 401: 16, 404: 5, 413: 8, 415: 3, 503: 14}
 
 
 class Encoding(StrEnum):
@@ -73,7 +74,13 @@ async def handle_export(
         message = decode(body, request_type, encoding)
     except IngestRefused as refused:
         return refusal(refused, encoding or Encoding.JSON)
-    return answer(await handler(message), encoding)
+    try:
+        taken = await handler(message)
+    except AppError as exc:  # storage busy or failing (503): an OTLP body, so senders retry
+        response = refusal(IngestRefused(exc.status_code, exc.message), encoding)
+        response.headers.update(exc.headers or {})
+        return response
+    return answer(taken, encoding)
 
 
 def _check_gate(request: Request, settings: Settings) -> None:

