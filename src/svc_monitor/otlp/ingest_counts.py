@@ -3,7 +3,7 @@
 
 from collections import Counter
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, get_args
 
 if TYPE_CHECKING:
     from prometheus_client.metrics_core import Metric
@@ -18,16 +18,7 @@ DropReason = Literal[
     "invalid_value",
     "cardinality_limit",
 ]
-DROP_REASONS: tuple[DropReason, ...] = (
-    "unidentified",
-    "unknown_instance",
-    "already_polled",
-    "unsupported_type",
-    "unsupported_temporality",
-    "unmapped_metric",
-    "invalid_value",
-    "cardinality_limit",
-)
+DROP_REASONS: tuple[DropReason, ...] = get_args(DropReason)
 
 
 class IngestCounts:
