@@ -60,8 +60,13 @@ class RuntimeSettingsChanged(Event):
 class Subscription:
     """One consumer's bounded queue of events."""
 
-    def __init__(self, name: str, maxsize: int) -> None:
+    def __init__(
+        self, name: str, maxsize: int, kinds: tuple[type[Event], ...] | None = None
+    ) -> None:
         self.name = name
+        # The event types this consumer wants; None for all. A consumer that waits for one
+        # type must not have its queue filled (and its wanted event pushed out) by readings.
+        self.kinds = kinds
         self.dropped = 0
         self._queue: asyncio.Queue[Event] = asyncio.Queue(maxsize)
 
@@ -98,8 +103,14 @@ class EventBus:
     def __init__(self) -> None:
         self._subscriptions: list[Subscription] = []
 
-    def subscribe(self, name: str, *, maxsize: int = 10_000) -> Subscription:
-        subscription = Subscription(name, maxsize)
+    def subscribe(
+        self,
+        name: str,
+        *,
+        maxsize: int = 10_000,
+        kinds: tuple[type[Event], ...] | None = None,
+    ) -> Subscription:
+        subscription = Subscription(name, maxsize, kinds)
         self._subscriptions.append(subscription)
         return subscription
 
@@ -108,7 +119,8 @@ class EventBus:
 
     def publish(self, event: Event) -> None:
         for subscription in self._subscriptions:
-            subscription.offer(event)
+            if subscription.kinds is None or isinstance(event, subscription.kinds):
+                subscription.offer(event)
 
 
 # --- Readings: facts a threshold consumer judges against its own thresholds ---

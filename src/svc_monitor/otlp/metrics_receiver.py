@@ -172,7 +172,9 @@ class MetricsReceiver:
 
     async def run(self) -> None:
         """Keep the registry current and sweep for staleness, until cancelled."""
-        changes = self._changes = self._bus.subscribe("otlp-receiver", maxsize=1000)
+        changes = self._changes = self._bus.subscribe(
+            "otlp-receiver", maxsize=100, kinds=(ConnectionsChanged,)
+        )
         next_refresh = 0.0
         loop = asyncio.get_running_loop()
         try:

@@ -93,7 +93,9 @@ class PollSupervisor:
 
     async def run(self) -> None:
         """Reconcile until cancelled; then stop every loop."""
-        changes = self._bus.subscribe("poll-supervisor", maxsize=100)
+        changes = self._bus.subscribe(
+            "poll-supervisor", maxsize=100, kinds=(ConnectionsChanged, RuntimeSettingsChanged)
+        )
         try:
             while not self._stopping:
                 await self.reconcile()
