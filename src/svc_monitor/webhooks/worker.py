@@ -77,6 +77,10 @@ class DeliveryWorker:
         self._wake = asyncio.Event()
         self._due: list[int] = []  # a heap of retry times this process scheduled
         self._inserted: dict[str, int] = {}
+        # Rows inserted overall, and that count as the last trim pass saw it: a pass that
+        # sees no new rows is a quiet moment, when any remainder is trimmed too.
+        self._inserted_total = 0
+        self._inserted_seen = 0
         # Called with each finished attempt (tests and the bench watch deliveries end).
         self.on_outcome: Callable[[Outcome], None] | None = None
 
@@ -114,6 +118,7 @@ class DeliveryWorker:
         if self._cap_history:
             for job in jobs:
                 self._inserted[job.webhook.id] = self._inserted.get(job.webhook.id, 0) + 1
+            self._inserted_total += len(jobs)
 
     def wake(self) -> None:
         """Look at the queue now (a manual retry was queued)."""
@@ -272,8 +277,13 @@ class DeliveryWorker:
 
     async def _trim(self) -> None:
         """Memory storage: cut the history of webhooks that grew by _TRIM_EVERY rows, in
-        one transaction, off the path of new deliveries."""
-        due = [w for w, count in self._inserted.items() if count >= _TRIM_EVERY]
+        one transaction, off the path of new deliveries. Once deliveries go quiet, what is
+        left under _TRIM_EVERY is trimmed as well, so the cap holds after every burst."""
+        quiet = self._inserted_total == self._inserted_seen
+        self._inserted_seen = self._inserted_total
+        due = [
+            w for w, count in self._inserted.items() if count >= _TRIM_EVERY or (quiet and count)
+        ]
         if not due:
             return
         for webhook_id in due:
