@@ -23,6 +23,7 @@ from sqlalchemy.pool import StaticPool
 
 from svc_monitor.config import Settings, StorageType
 from svc_monitor.storage.metadata import metadata
+from svc_monitor.storage.wal_checkpointer import BACKSTOP_PAGES, WalCheckpointer
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine
@@ -41,10 +42,12 @@ class Database:
         *,
         async_engine: "AsyncEngine | None" = None,
         sync_engine: Engine | None = None,
+        checkpointer: WalCheckpointer | None = None,
     ) -> None:
         self.kind = kind
         self._async_engine = async_engine
         self._sync_engine = sync_engine
+        self._checkpointer = checkpointer
         self._thread = ThreadPoolExecutor(1, "svc-storage") if sync_engine is not None else None
 
     @classmethod
@@ -81,7 +84,9 @@ class Database:
             path.parent.mkdir(parents=True, exist_ok=True)
             engine = create_engine(f"sqlite:///{path}", pool_size=1, max_overflow=0)
             _sqlite_pragmas(engine, wal=True)
-            return cls(kind, sync_engine=engine)
+            checkpointer = WalCheckpointer(path)
+            checkpointer.start()
+            return cls(kind, sync_engine=engine, checkpointer=checkpointer)
         assert url is not None  # the settings refuse to start without it
         if kind is StorageType.POSTGRES:
             from sqlalchemy.ext.asyncio import create_async_engine
@@ -146,6 +151,8 @@ class Database:
             engine = self._sync_engine
             await asyncio.get_running_loop().run_in_executor(self._thread, engine.dispose)
             self._thread.shutdown(wait=True)
+        if self._checkpointer is not None:
+            await asyncio.to_thread(self._checkpointer.stop)
 
 
 def _sqlite_pragmas(engine: Engine, *, wal: bool) -> None:
@@ -157,6 +164,8 @@ def _sqlite_pragmas(engine: Engine, *, wal: bool) -> None:
             # WAL lets readers go on while the poller writes.
             cursor.execute("PRAGMA journal_mode=WAL")
             cursor.execute("PRAGMA synchronous=NORMAL")
+            # WalCheckpointer checkpoints off the write path; this is its backstop.
+            cursor.execute(f"PRAGMA wal_autocheckpoint={BACKSTOP_PAGES}")
         cursor.close()
 
 
