@@ -915,6 +915,26 @@ class TestDisabled:
             assert await off.pushed_fields() == {}
 
 
+class TestOtherMethods:
+    @pytest.mark.parametrize("path", [METRICS, TRACES])
+    @pytest.mark.parametrize("method", ["GET", "PUT", "PATCH", "DELETE"])
+    async def test_anything_but_post_is_405_naming_post(
+        self, receiver: Receiver, path: str, method: str
+    ):
+        """A16: a sender configured with the wrong method learns which one to use."""
+        answer = await receiver.client.request(method, path, content=b"")
+        assert answer.status_code == 405
+        assert answer.headers["allow"] == "POST"
+        assert "POST" in answer.json()["message"]
+
+    async def test_a_get_stores_nothing_and_the_page_catch_all_still_answers(
+        self, receiver: Receiver
+    ):
+        await receiver.client.get(METRICS, params={"memory.used": "1"})
+        assert await receiver.pushed_fields() == {}
+        assert (await receiver.client.get("/v1/other")).status_code == 404
+
+
 # --- traces (the trace store is the traces domain's; here only what the gate decides) ---
 
 

@@ -65,6 +65,15 @@ RULES: dict[str, Access] = {
     # OTLP receivers: collectors carry no session; OTEL_INGEST_TOKEN guards them instead.
     "POST /v1/traces": PUBLIC,
     "POST /v1/external/metrics": PUBLIC,
+    # their other methods: a 405 naming POST
+    "GET /v1/traces": PUBLIC,
+    "PUT /v1/traces": PUBLIC,
+    "PATCH /v1/traces": PUBLIC,
+    "DELETE /v1/traces": PUBLIC,
+    "GET /v1/external/metrics": PUBLIC,
+    "PUT /v1/external/metrics": PUBLIC,
+    "PATCH /v1/external/metrics": PUBLIC,
+    "DELETE /v1/external/metrics": PUBLIC,
     "GET /api": PUBLIC,  # the API's documentation page
     "GET /api/": PUBLIC,
     "POST /api/auth/register": PUBLIC,

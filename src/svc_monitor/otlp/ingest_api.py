@@ -7,11 +7,13 @@ session auth never applies, since collectors and SDKs carry no session.
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
+from fastapi.responses import JSONResponse
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
     ExportMetricsServiceRequest,
 )
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from svc_monitor.errors import error_body
 from svc_monitor.otlp.ingest_http import handle_export
 from svc_monitor.services import get_services
 
@@ -58,3 +60,15 @@ async def receive_metrics(request: Request) -> Response:
     return await handle_export(
         request, services.settings, ExportMetricsServiceRequest, services.metrics_receiver.ingest
     )
+
+
+# Other methods on the receivers: without these routes the UI's GET catch-all would claim
+# them and answer an HTML 404, which tells a misconfigured sender nothing.
+OTHER_METHODS = ["GET", "PUT", "PATCH", "DELETE"]
+
+
+@router.api_route("/v1/traces", methods=OTHER_METHODS, include_in_schema=False)
+@router.api_route("/v1/external/metrics", methods=OTHER_METHODS, include_in_schema=False)
+async def only_post(request: Request) -> JSONResponse:
+    message = f"{request.method} is not allowed here; OTLP exports are POSTed"
+    return JSONResponse(error_body(405, message), 405, headers={"Allow": "POST"})
