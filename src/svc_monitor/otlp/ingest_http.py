@@ -124,27 +124,34 @@ async def read_body(request: Request, limit: int = MAX_BODY_BYTES) -> bytes:
             raise IngestRefused(413, _too_large(limit))
     if coding in ("identity", ""):
         return bytes(raw)
-    return inflate(bytes(raw), gzip=coding != "deflate", limit=limit)
+    return inflate(raw, gzip=coding != "deflate", limit=limit)
 
 
-def inflate(data: bytes, *, gzip: bool, limit: int = MAX_BODY_BYTES) -> bytes:
+def inflate(data: bytes | bytearray, *, gzip: bool, limit: int = MAX_BODY_BYTES) -> bytes:
     """Decompress gzip, or deflate (zlib-wrapped as HTTP means it, or raw as some send),
-    holding at most `limit` plus one step of output."""
+    holding at most `limit` plus a few steps of output.
+
+    The input goes in _INFLATE_STEP slices: zlib copies what it could not yet take into
+    `unconsumed_tail`, and fed the whole body at once a bomb near the limit made it copy
+    ~1 MiB per step (measured peak 3.4 MB for 1 GiB of zeros; 1.5 MB in slices)."""
     if gzip:
         wbits = 16 + zlib.MAX_WBITS
     else:
         wbits = zlib.MAX_WBITS if _looks_zlib_wrapped(data) else -zlib.MAX_WBITS
     inflater = zlib.decompressobj(wbits)
     out = bytearray()
-    pending = data
+    view = memoryview(data)
     try:
-        while pending:
-            out += inflater.decompress(pending, _INFLATE_STEP)
-            if len(out) > limit:
-                raise IngestRefused(413, _too_large(limit))
-            pending = inflater.unconsumed_tail
+        for start in range(0, len(view), _INFLATE_STEP):
+            pending: bytes | memoryview = view[start : start + _INFLATE_STEP]
+            while pending and not inflater.eof:
+                out += inflater.decompress(pending, _INFLATE_STEP)
+                if len(out) > limit:
+                    raise IngestRefused(413, _too_large(limit))
+                pending = inflater.unconsumed_tail
             if inflater.eof:
-                if inflater.unused_data:  # a second stream or junk: not one message
+                if inflater.unused_data or start + _INFLATE_STEP < len(view):
+                    # a second stream or junk: not one message
                     raise IngestRefused(400, "Unexpected bytes after the compressed body")
                 break
         if not inflater.eof:
@@ -154,6 +161,8 @@ def inflate(data: bytes, *, gzip: bool, limit: int = MAX_BODY_BYTES) -> bytes:
     except zlib.error as exc:
         kind = "gzip" if gzip else "deflate"
         raise IngestRefused(400, f"The body is not valid {kind}: {exc}") from None
+    finally:
+        view.release()
     if len(out) > limit:
         raise IngestRefused(413, _too_large(limit))
     return bytes(out)
