@@ -168,7 +168,7 @@ def inflate(data: bytes | bytearray, *, gzip: bool, limit: int = MAX_BODY_BYTES)
     return bytes(out)
 
 
-def _looks_zlib_wrapped(data: bytes) -> bool:
+def _looks_zlib_wrapped(data: bytes | bytearray) -> bool:
     return len(data) >= 2 and data[0] & 0x0F == 8 and (data[0] << 8 | data[1]) % 31 == 0
 
 
