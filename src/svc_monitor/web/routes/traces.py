@@ -16,7 +16,7 @@ instance panel says so.
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Depends, Query
 from fastapi.responses import HTMLResponse
 
 from svc_monitor.auth.origin import public_base
@@ -73,10 +73,17 @@ class Filters:
         return bool(self.service or self.status or self.min is not None or self.window != "1h")
 
 
+QueryText = Annotated[str | None, Query()]
+
+
 def parse_filters(
-    window: str | None, service: str | None, status: str | None, min_: str | None
+    window: QueryText = None,
+    service: QueryText = None,
+    status: QueryText = None,
+    min_: Annotated[str | None, Query(alias="min")] = None,
 ) -> Filters:
-    """The query as typed; anything unusable falls back to its default instead of a 422."""
+    """The query as typed; anything unusable falls back to its default instead of a 422.
+    A dependency: the page and both of its fragments take the same filters."""
     minimum: float | None = None
     try:
         minimum = float((min_ or "").strip()) if (min_ or "").strip() else None
@@ -90,6 +97,9 @@ def parse_filters(
         status=status if status in STATUSES else "",
         min=minimum,
     )
+
+
+FiltersDep = Annotated[Filters, Depends(parse_filters)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,9 +207,6 @@ async def _list(ui: Ui, filters: Filters) -> Section[list[TraceSummaryRead]]:
     return Section(listed.value.traces)
 
 
-QueryText = Annotated[str | None, Query()]
-
-
 @dataclass(frozen=True, slots=True)
 class Chosen:
     """The trace the page draws (if any) and the span whose details it shows."""
@@ -224,15 +231,11 @@ async def choose(ui: Ui, trace_id: str | None, span_id: str | None) -> Chosen:
 @router.get("/ai-traces")
 async def traces_page(
     ui: UiDep,
-    window: QueryText = None,
-    service: QueryText = None,
-    status: QueryText = None,
-    min_: Annotated[str | None, Query(alias="min")] = None,
+    filters: FiltersDep,
     trace: QueryText = None,
     span: QueryText = None,
 ) -> HTMLResponse:
     """Recent traces under the filters; the chosen one (else the newest) as a waterfall."""
-    filters = parse_filters(window, service, status, min_)
     listed = await _list(ui, filters)
     chosen_id = trace or (listed.value[0].traceId if listed.value else None)
     chosen = await choose(ui, chosen_id, span)
@@ -266,14 +269,10 @@ async def traces_page(
 @router.get("/ui/ai-traces/list")
 async def traces_list(
     ui: UiDep,
-    window: QueryText = None,
-    service: QueryText = None,
-    status: QueryText = None,
-    min_: Annotated[str | None, Query(alias="min")] = None,
+    filters: FiltersDep,
     trace: QueryText = None,
 ) -> HTMLResponse:
     """The trace list alone: what the page's refresh swaps in."""
-    filters = parse_filters(window, service, status, min_)
     listed = await _list(ui, filters)
     return ui.fragment(
         "traces/list.html", filters=filters, listed=listed, chosen_id=trace, ms=duration_label
@@ -283,16 +282,12 @@ async def traces_list(
 @router.get("/ui/ai-traces/view")
 async def trace_view(
     ui: UiDep,
-    window: QueryText = None,
-    service: QueryText = None,
-    status: QueryText = None,
-    min_: Annotated[str | None, Query(alias="min")] = None,
+    filters: FiltersDep,
     trace: QueryText = None,
     span: QueryText = None,
 ) -> HTMLResponse:
     """One trace's waterfall with a span's attributes and events: what a click on a span
     swaps in."""
-    filters = parse_filters(window, service, status, min_)
     chosen = await choose(ui, trace, span)
     if chosen.drawn is None:
         missing = chosen.trace or Section(problem="error", message="Choose a trace first.")
