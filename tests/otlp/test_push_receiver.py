@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from opentelemetry.proto.metrics.v1.metrics_pb2 import Metric
+from opentelemetry.proto.metrics.v1.metrics_pb2 import Metric, ResourceMetrics
 
 from svc_monitor.connections.discovered import MAX_DISCOVERED
 from svc_monitor.otlp.pushed_fields import MAX_COMMANDS, MAX_DATABASES
@@ -162,6 +162,27 @@ async def test_the_mapping_table_fills_info_fields_and_skips_the_other_role(
     assert sections["server"] == {"redis_version": "7.2.5", "uptime_in_seconds": 86400}
 
 
+async def test_instances_in_one_request_map_the_same_attributes_alike(app: RunningApp) -> None:
+    other = ("10.0.0.2", 6380)
+    ids = [await register(app), await register(app, *other)]
+
+    def scrape(host: str, port: int) -> ResourceMetrics:
+        return resource(
+            at(host, port),
+            cumulative("redis.cpu.time", point(1.5, state="sys"), point(2.5, state="bogus")),
+            gauge("redis.db.keys", point(7, db="0")),
+            cumulative("redis.cmd.calls", point(3, cmd="0")),  # the same text as db="0"
+        )
+
+    found = await push(app, body(scrape(*PUSHED), scrape(*other)))
+    assert found == {"unmapped_metric": 2}  # the bogus state, once per instance
+    for connection_id in ids:
+        sections = await info(app, connection_id)
+        assert sections["cpu"] == {"used_cpu_sys": 1.5}
+        assert sections["keyspace"] == {"db0": {"keys": 7}}
+        assert sections["commandstats"] == {"cmdstat_0": {"calls": 3}}
+
+
 async def test_the_newer_point_wins_and_a_future_timestamp_counts_as_now(
     app: RunningApp,
 ) -> None:
@@ -203,6 +224,48 @@ async def test_stale_fields_disappear_and_free_their_cap_slots(
     assert sections["commandstats"] == {"cmdstat_one-more": {"calls": 1}}
     assert "memory" not in sections  # stale: absent, never 0
     assert sections["clients"] == {"connected_clients": 3}
+
+
+async def test_pushed_commands_store_a_row_only_when_their_calls_move(
+    app: RunningApp, clock: Clock
+) -> None:
+    connection_id = await register(app)
+    selected = {"X-Connection-Id": connection_id}
+
+    def commands(get: int, set_: int) -> bytes:
+        return body(
+            resource(
+                at(*PUSHED),
+                cumulative("redis.cmd.calls", point(get, cmd="get"), point(set_, cmd="set")),
+                cumulative(
+                    "redis.cmd.usec", point(get * 10, cmd="get"), point(set_ * 10, cmd="set")
+                ),
+            )
+        )
+
+    async def rows(command: str) -> list[tuple[int, int]]:
+        got = await app.client.get(
+            f"/api/metrics/commandstats/history?command={command}", headers=selected
+        )
+        assert got.status_code == 200, got.text
+        return [(r["calls"], r["callsDelta"]) for r in got.json()]
+
+    await push(app, commands(10, 5))  # the baseline
+    clock.offset_s = 10
+    await push(app, commands(10, 5))  # nothing moved
+    clock.offset_s = 20
+    await push(app, commands(15, 5))  # get moved, set did not
+    clock.offset_s = 30
+    await push(app, commands(15, 8))  # set moved, get did not
+    assert await rows("get") == [(15, 5)]
+    assert await rows("set") == [(8, 3)]
+    got = await app.client.get("/api/metrics/commandstats/summary", headers=selected)
+    summary = got.json()
+    assert [(s["command"], s["calls"], s["usec"]) for s in summary] == [
+        ("get", 15, 150),
+        ("set", 8, 80),
+    ]
+    assert summary[0]["capturedAt"] == summary[1]["capturedAt"] >= time.time() * 1000 + 29_000
 
 
 async def test_engine_versions_follow_the_spec_and_tell_the_cve_hook(

@@ -8,13 +8,19 @@ has not been called since the server's last reset.
 
 The latest poll's counters (the summary) live in memory per connection; they are a live
 view, refreshed every poll, so nothing is lost by not storing them.
+
+A push of a wide instance carries up to 1,024 commands, and each request that touches the
+connection records them (a third of such a request's time when every entry was read
+anew). Most commands do not move between two reads, so an entry equal to the previous
+read's keeps the counters read then: only changed entries are read again.
 """
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from svc_monitor.commandstats.schemas import CommandStatRead, CommandStatSample
 from svc_monitor.commandstats.store import CommandstatsStore
-from svc_monitor.engine.info import ParsedInfo
+from svc_monitor.engine.info import FieldValue, ParsedInfo
 
 _PREFIX = "cmdstat_"
 
@@ -31,7 +37,12 @@ class _Counters:
 @dataclass(frozen=True, slots=True)
 class _Poll:
     captured_at: int
-    counters: dict[str, _Counters]
+    counters: dict[str, _Counters]  # by command
+    # What the counters were read from: the INFO section, and each entry's command and
+    # counters by INFO name (`cmdstat_get`), for the next read to reuse. Bounded by the
+    # section, which the poll or push already holds.
+    section: Mapping[str, FieldValue]
+    read: dict[str, tuple[str, _Counters]]
 
 
 class CommandstatsService:
@@ -42,8 +53,8 @@ class CommandstatsService:
         self._latest: dict[str, _Poll] = {}
 
     async def record(self, connection_id: str, info: ParsedInfo, *, captured_at: int) -> None:
-        current = _Poll(captured_at, _counters(info))
         previous = self._latest.get(connection_id)
+        current = _read(info.sections.get("commandstats", {}), captured_at, previous)
         self._latest[connection_id] = current
         if previous is None:
             return  # the baseline
@@ -51,6 +62,8 @@ class CommandstatsService:
         rows = []
         for command, now in current.counters.items():
             before = previous.counters.get(command)
+            if now is before:
+                continue  # an entry equal to the previous read's: unmoved
             base_calls, base_usec = (before.calls, before.usec) if before else (0, 0)
             usec_went_down = now.usec is not None and base_usec is not None and now.usec < base_usec
             if now.calls <= base_calls or usec_went_down:
@@ -130,29 +143,50 @@ class CommandstatsService:
         self._latest.pop(connection_id, None)
 
 
-def _counters(info: ParsedInfo) -> dict[str, _Counters]:
-    result: dict[str, _Counters] = {}
-    for name, value in info.sections.get("commandstats", {}).items():
-        if not name.startswith(_PREFIX) or not isinstance(value, dict):
-            continue
-        calls, usec = _int(value.get("calls")), _int(value.get("usec"))
-        if calls is None:
-            continue
-        per_call = value.get("usec_per_call")
-        if isinstance(per_call, int | float):
-            usec_per_call: float | None = float(per_call)
-        elif usec is None:  # pushed without cmd.usec: the time is unknown, not 0
-            usec_per_call = None
-        else:
-            usec_per_call = usec / calls if calls else 0.0
-        result[name.removeprefix(_PREFIX).lower()] = _Counters(
-            calls=calls,
-            usec=usec,
-            usec_per_call=usec_per_call,
-            rejected_calls=_int(value.get("rejected_calls")),
-            failed_calls=_int(value.get("failed_calls")),
-        )
-    return result
+def _read(section: Mapping[str, FieldValue], captured_at: int, previous: _Poll | None) -> _Poll:
+    """The counters of a commandstats section, reusing the previous read's for every entry
+    that is unchanged since."""
+    if previous is not None and section is previous.section:
+        # The same section again (a push connection's is kept while nothing in it changes).
+        return _Poll(captured_at, previous.counters, section, previous.read)
+    before_section = previous.section if previous is not None else {}
+    before = previous.read if previous is not None else {}
+    counters: dict[str, _Counters] = {}
+    read: dict[str, tuple[str, _Counters]] = {}
+    for name, value in section.items():
+        entry = before.get(name)
+        if entry is None or before_section.get(name) != value:
+            entry = _entry(name, value)
+            if entry is None:
+                continue
+        read[name] = entry
+        counters[entry[0]] = entry[1]
+    return _Poll(captured_at, counters, section, read)
+
+
+def _entry(name: str, value: FieldValue) -> tuple[str, _Counters] | None:
+    """(command, counters) of one `cmdstat_*` entry; None when it is not one or has no
+    calls."""
+    if not name.startswith(_PREFIX) or not isinstance(value, dict):
+        return None
+    calls, usec = _int(value.get("calls")), _int(value.get("usec"))
+    if calls is None:
+        return None
+    per_call = value.get("usec_per_call")
+    if isinstance(per_call, int | float):
+        usec_per_call: float | None = float(per_call)
+    elif usec is None:  # pushed without cmd.usec: the time is unknown, not 0
+        usec_per_call = None
+    else:
+        usec_per_call = usec / calls if calls else 0.0
+    counters = _Counters(
+        calls=calls,
+        usec=usec,
+        usec_per_call=usec_per_call,
+        rejected_calls=_int(value.get("rejected_calls")),
+        failed_calls=_int(value.get("failed_calls")),
+    )
+    return name.removeprefix(_PREFIX).lower(), counters
 
 
 def _int(value: object) -> int | None:

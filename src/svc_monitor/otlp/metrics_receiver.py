@@ -1,10 +1,10 @@
 """`POST /v1/external/metrics`: pushed points into the same pipe as polled INFO.
 
-Each ResourceMetrics is matched to a push connection (otlp/push_identity.py); each point
-is mapped to one INFO field (otlp/push_mapping.py) and kept with its freshness
-(otlp/pushed_fields.py). After a request, every connection it touched is observed like a
-polled INFO read, with only its fresh fields: live state, history, detectors and the
-Prometheus families follow, and a field never pushed stays absent.
+Each ResourceMetrics is matched to a push connection (otlp/push_identity.py); each of its
+points (otlp/push_points.py) is mapped to one INFO field (otlp/push_mapping.py) and kept
+with its freshness (otlp/pushed_fields.py). After a request, every connection it touched
+is observed like a polled INFO read, with only its fresh fields: live state, history,
+detectors and the Prometheus families follow, and a field never pushed stays absent.
 
 Liveness: a push connection is connected while any field is fresh. A sweep every second
 turns it disconnected once every field is stale (InstanceDown through InstanceHealth,
@@ -17,9 +17,7 @@ scanner) is told on first arrival, on change and every 6 hours.
 
 import asyncio
 import logging
-import math
 import time
-from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -28,18 +26,18 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
     ExportMetricsServiceResponse,
 )
 from opentelemetry.proto.common.v1.common_pb2 import KeyValue
-from opentelemetry.proto.metrics.v1.metrics_pb2 import AggregationTemporality, Metric
 
 from svc_monitor.connections.discovered import DiscoveredInstances
 from svc_monitor.connections.live import LiveConnections, PushStatus
 from svc_monitor.connections.models import Connection
 from svc_monitor.connections.service import ConnectionService
 from svc_monitor.engine.errors import PushStale
-from svc_monitor.engine.info import FieldValue, ParsedInfo, Scalar
+from svc_monitor.engine.info import FieldValue, ParsedInfo
 from svc_monitor.events import ConnectionsChanged, EventBus, Subscription
 from svc_monitor.otlp.ingest_counts import IngestCounts
 from svc_monitor.otlp.push_identity import AddressBook, resource_address
-from svc_monitor.otlp.push_mapping import CPU_STATES, ROLES, Engine, Target, database_index, lookup
+from svc_monitor.otlp.push_mapping import Engine
+from svc_monitor.otlp.push_points import Tally, point_count, string_attribute, take_metrics
 from svc_monitor.otlp.pushed_fields import PushedFields
 from svc_monitor.polling.health import InstanceHealth
 from svc_monitor.polling.live_state import LiveState
@@ -54,9 +52,6 @@ REFRESH_EVERY_S = 5.0
 SWEEP_EVERY_S = 1.0
 # What a Valkey reports in redis_version: never a version to scan Valkey by.
 VALKEY_COMPAT_VERSION = "7.2.4"
-
-_CUMULATIVE = AggregationTemporality.AGGREGATION_TEMPORALITY_CUMULATIVE
-_UNSUPPORTED_KINDS = ("histogram", "exponential_histogram", "summary")
 
 # (connection id, engine, version): the CVE scanner's hook.
 VersionWatcher = Callable[[str, Engine, str], Awaitable[None]]
@@ -83,12 +78,6 @@ class _Pushed:
         if self.valkey_detected:
             return "valkey", self.versions.get("valkey_version"), "valkey.version"
         return "redis", self.versions.get("redis_version"), "redis.version"
-
-
-@dataclass(slots=True)
-class _Tally:
-    accepted: int = 0
-    dropped: Counter[str] = field(default_factory=Counter)
 
 
 class MetricsReceiver:
@@ -216,11 +205,10 @@ class MetricsReceiver:
         if not self._loaded or (self._changes is not None and _drain_changes(self._changes)):
             await self.refresh()
         now_ms = self._now_ms()
-        now_ns = now_ms * 1_000_000
-        tally = _Tally()
+        tally = Tally(now_ms, now_ms * 1_000_000)
         touched: dict[str, _Pushed] = {}
         for resource_metrics in request.resource_metrics:
-            self._take_resource(resource_metrics, tally, touched, now_ms, now_ns)
+            self._take_resource(resource_metrics, tally, touched)
         dropped = +tally.dropped  # a metric without points drops nothing: no `reason=0`
         self.counts.add(tally.accepted, dropped)
         for pushed in touched.values():
@@ -235,18 +223,14 @@ class MetricsReceiver:
         return response
 
     def _take_resource(
-        self,
-        resource_metrics: object,
-        tally: _Tally,
-        touched: dict[str, _Pushed],
-        now_ms: int,
-        now_ns: int,
+        self, resource_metrics: object, tally: Tally, touched: dict[str, _Pushed]
     ) -> None:
         attributes = resource_metrics.resource.attributes  # type: ignore[attr-defined]
+        # Slices: upb's containers iterate by indexing until an IndexError (push_points.py).
         all_metrics = [
             m
-            for scope in resource_metrics.scope_metrics  # type: ignore[attr-defined]
-            for m in scope.metrics
+            for scope in resource_metrics.scope_metrics[:]  # type: ignore[attr-defined]
+            for m in scope.metrics[:]
         ]
         address = resource_address(attributes)
         reason = None
@@ -257,76 +241,25 @@ class MetricsReceiver:
             connection = self._book.find(address)
             if connection is None:
                 reason = "unknown_instance"
-                self._discovery.saw(address.host, address.port, _string(attributes, "service.name"))
+                self._discovery.saw(
+                    address.host, address.port, string_attribute(attributes, "service.name")
+                )
             elif not connection.pushed:
                 reason = "already_polled"
         pushed = None if connection is None else self._pushed.get(connection.id)
         if reason is None and pushed is None:
             reason = "unknown_instance"  # registered a moment ago: the next refresh adds it
         if reason is not None or pushed is None:
-            count = sum(_point_count(m) for m in all_metrics)
+            count = sum(point_count(m) for m in all_metrics)
             if count:  # a resource without points rejects nothing
                 tally.dropped[reason or "unknown_instance"] += count
             return
         accepted_before = tally.accepted
-        valkey_named = False
-        for metric in all_metrics:
-            valkey_named |= self._take_metric(pushed, metric, tally, now_ms, now_ns)
+        valkey_named = take_metrics(pushed.fields, all_metrics, tally)
         self._take_versions(pushed, attributes, valkey_named)
         if tally.accepted > accepted_before:
-            pushed.fields.last_received_ms = now_ms
+            pushed.fields.last_received_ms = tally.now_ms
             touched[pushed.connection.id] = pushed
-
-    def _take_metric(
-        self, pushed: _Pushed, metric: Metric, tally: _Tally, now_ms: int, now_ns: int
-    ) -> bool:
-        """Map one metric's points; True when its name is a `valkey.*` one."""
-        kind = metric.WhichOneof("data")
-        if kind is None:
-            return False
-        if kind in _UNSUPPORTED_KINDS:
-            tally.dropped["unsupported_type"] += _point_count(metric)
-            return False
-        found = lookup(metric.name)
-        if kind == "sum" and metric.sum.aggregation_temporality != _CUMULATIVE:
-            tally.dropped["unsupported_temporality"] += len(metric.sum.data_points)
-            return False
-        if found is None:
-            tally.dropped["unmapped_metric"] += _point_count(metric)
-            return False
-        engine, target = found
-        points = metric.gauge.data_points if kind == "gauge" else metric.sum.data_points
-        fields = pushed.fields
-        dropped = tally.dropped
-        taken = 0
-        for point in points:
-            which = point.WhichOneof("value")
-            if which == "as_int":
-                value: Scalar = point.as_int
-            elif which == "as_double":
-                number = point.as_double
-                if not math.isfinite(number):
-                    dropped["invalid_value"] += 1
-                    continue
-                value = number if target.decimal or not number.is_integer() else int(number)
-            else:
-                dropped["invalid_value"] += 1
-                continue
-            at_ns = point.time_unix_nano
-            if at_ns > now_ns or at_ns == 0:
-                at_ns = now_ns  # from the future (or unset): counts as received now
-            shape = target.shape
-            if shape == "plain":
-                fields.put(target.section, target.field, value, at_ns, now_ms)
-            else:
-                refusal = _take_attributed(fields, target, point.attributes, value, at_ns, now_ms)
-                if refusal is not None:
-                    if refusal:
-                        dropped[refusal] += 1
-                    continue
-            taken += 1
-        tally.accepted += taken
-        return engine == "valkey"
 
     # --- versions ---
 
@@ -380,7 +313,8 @@ class MetricsReceiver:
             server["redis_version"] = pushed.versions["redis_version"]
         if engine == "valkey" and version is not None:
             server["valkey_version"] = version
-        info = pushed.fields.fresh_info(now_ms, server)
+        sections = pushed.fields.fresh_sections(now_ms, server)
+        info = ParsedInfo(sections, 0)
         role = info.get_str("replication", "role")
         pushed.role = role
         if not pushed.connected:
@@ -390,7 +324,7 @@ class MetricsReceiver:
         await self._observer.observe(
             Observation(connection_id=connection_id, received_at_ms=now_ms, info=info, pushed=True)
         )
-        if "commandstats" in info.sections:
+        if "commandstats" in sections:
             self._live_state.put(connection_id, CommandstatsFacts(now_ms, info))
             for consumer in self.commandstats_consumers:
                 await consumer(connection_id, info, now_ms)
@@ -415,65 +349,6 @@ class MetricsReceiver:
     def held_version(self, connection_id: str) -> tuple[Engine, str | None, str] | None:
         pushed = self._pushed.get(connection_id)
         return None if pushed is None else pushed.version()
-
-
-def _take_attributed(
-    fields: PushedFields,
-    target: Target,
-    attributes: Iterable[KeyValue],
-    value: Scalar,
-    at_ns: int,
-    now_ms: int,
-) -> str | None:
-    """cpu/role/db/cmd points, whose attribute picks the field. None when taken, else the
-    drop reason; "" for the other role's 0, which is skipped without counting."""
-    shape = target.shape
-    text = _string(attributes, _ATTRIBUTE_OF[shape])
-    if text is None:
-        return "unmapped_metric"
-    if shape == "cpu":
-        if text not in CPU_STATES:
-            return "unmapped_metric"
-        fields.put("cpu", f"used_cpu_{text}", float(value), at_ns, now_ms)
-        return None
-    if shape == "role":
-        role = ROLES.get(text)
-        if role is None:
-            return "unmapped_metric"
-        if value != 1:
-            return ""
-        fields.put("replication", "role", role, at_ns, now_ms)
-        return None
-    entry = database_index(text) if shape == "db" else (text.strip().lower() or None)
-    if entry is None:
-        return "unmapped_metric"
-    if not fields.put_entry(target.section, entry, target.field, value, at_ns, now_ms):
-        return "cardinality_limit"
-    return None
-
-
-_ATTRIBUTE_OF = {"cpu": "state", "role": "role", "db": "db", "cmd": "cmd"}
-
-
-def _point_count(metric: Metric) -> int:
-    kind = metric.WhichOneof("data")
-    if kind is None:
-        return 0
-    points: list[object] = getattr(metric, kind).data_points
-    return len(points)
-
-
-def _string(attributes: Iterable[KeyValue], key: str) -> str | None:
-    for attribute in attributes:
-        if attribute.key == key:
-            value = attribute.value
-            kind = value.WhichOneof("value")
-            if kind == "string_value":
-                return value.string_value
-            if kind == "int_value":
-                return str(value.int_value)
-            return None
-    return None
 
 
 def _drain_changes(changes: Subscription) -> bool:

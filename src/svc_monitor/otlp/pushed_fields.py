@@ -10,104 +10,155 @@ Values are kept as (value, point_ns, received_ms) tuples: a push near the size l
 carries some 20,000 points, and a tuple is the cheapest thing to make per point.
 """
 
-from typing import TypeVar
+from dataclasses import dataclass
 
-from svc_monitor.engine.info import FieldValue, ParsedInfo, Scalar
-
-K = TypeVar("K")
+from svc_monitor.engine.info import FieldValue, Scalar
 
 MAX_DATABASES = 256
 MAX_COMMANDS = 1024
 
 Value = tuple[Scalar, int, int]  # value, point time (ns, clamped to now), received (ms)
 
+# PushedFields.put() and Composite.put() run once per pushed point, so each keeps the newer value in
+# line rather than through a shared helper: the newer point wins, and any point replaces
+# a value that went stale (so a clock far ahead cannot pin one).
+
 
 class PushedFields:
     """The latest value of every pushed field of one connection."""
 
-    __slots__ = ("commands", "databases", "last_received_ms", "plain", "stale_after_ms")
+    __slots__ = ("commandstats", "keyspace", "last_received_ms", "plain", "stale_after_ms")
 
     def __init__(self, stale_after_ms: int) -> None:
         self.stale_after_ms = stale_after_ms
-        self.plain: dict[tuple[str, str], Value] = {}
-        self.databases: dict[str, dict[str, Value]] = {}
-        self.commands: dict[str, dict[str, Value]] = {}
+        # By section, then field: fresh_sections() renders a section in one pass.
+        self.plain: dict[str, dict[str, Value]] = {}
+        self.keyspace = Composite(MAX_DATABASES, "keys", "", stale_after_ms)
+        self.commandstats = Composite(MAX_COMMANDS, "calls", "cmdstat_", stale_after_ms)
         self.last_received_ms: int | None = None
 
     def put(self, section: str, field: str, value: Scalar, at_ns: int, now_ms: int) -> None:
-        _keep_newer(self.plain, (section, field), value, at_ns, now_ms, self.stale_after_ms)
-
-    def put_entry(
-        self, composite: str, entry: str, field: str, value: Scalar, at_ns: int, now_ms: int
-    ) -> bool:
-        """A keyspace (`db0`) or commandstats (`get`) entry's field; False when the entry
-        is new and its cap is full even after freeing quiet entries."""
-        entries = self.databases if composite == "keyspace" else self.commands
-        fields = entries.get(entry)
+        fields = self.plain.get(section)
         if fields is None:
-            cap, counted = (
-                (MAX_DATABASES, "keys") if composite == "keyspace" else (MAX_COMMANDS, "calls")
-            )
-            if len(entries) >= cap and not self._free(entries, counted, cap, now_ms):
-                return False
-            fields = entries[entry] = {}
-        _keep_newer(fields, field, value, at_ns, now_ms, self.stale_after_ms)
-        return True
+            fields = self.plain[section] = {}
+        kept = fields.get(field)
+        if kept is None or at_ns >= kept[1] or now_ms - kept[2] >= self.stale_after_ms:
+            fields[field] = (value, at_ns, now_ms)
 
-    def _free(
-        self, entries: dict[str, dict[str, Value]], counted: str, cap: int, now_ms: int
-    ) -> bool:
-        oldest_fresh = now_ms - self.stale_after_ms
-        for name in [
-            name
-            for name, fields in entries.items()
-            if (kept := fields.get(counted)) is None or kept[2] < oldest_fresh
-        ]:
-            del entries[name]
-        return len(entries) < cap
+    def composite(self, section: str) -> "Composite":
+        """The entries of `keyspace` (`db0`) or `commandstats` (`get`)."""
+        return self.keyspace if section == "keyspace" else self.commandstats
 
     def any_fresh(self, now_ms: int) -> bool:
         return self.last_received_ms is not None and (
             now_ms - self.last_received_ms < self.stale_after_ms
         )
 
-    def fresh_info(self, now_ms: int, server: dict[str, FieldValue]) -> ParsedInfo:
-        """INFO-shaped: only the fields still fresh; absent ones stay absent (never 0)."""
+    def fresh_sections(
+        self, now_ms: int, server: dict[str, FieldValue]
+    ) -> dict[str, dict[str, FieldValue]]:
+        """INFO sections (for a ParsedInfo) of only the fields still fresh; absent ones
+        stay absent (never 0)."""
         oldest = now_ms - self.stale_after_ms
         sections: dict[str, dict[str, FieldValue]] = {"server": dict(server)} if server else {}
-        for (section, field), (value, _, received) in self.plain.items():
-            if received >= oldest:
-                sections.setdefault(section, {})[field] = value
-        keyspace = _fresh_entries(self.databases, "keys", oldest, prefix="")
-        if keyspace:
-            sections["keyspace"] = keyspace
-        commands = _fresh_entries(self.commands, "calls", oldest, prefix="cmdstat_")
-        if commands:
-            sections["commandstats"] = commands
-        return ParsedInfo(sections, 0)
+        for section, fields in self.plain.items():
+            fresh: dict[str, FieldValue] = {}
+            for field, (value, _, received) in fields.items():  # cheaper than a comprehension
+                if received >= oldest:
+                    fresh[field] = value
+            if section not in sections:
+                if fresh:
+                    sections[section] = fresh
+            else:  # server: the versions first
+                sections[section].update(fresh)
+        for name, composite in (("keyspace", self.keyspace), ("commandstats", self.commandstats)):
+            entries = composite.fresh(oldest)
+            if entries:
+                sections[name] = entries
+        return sections
 
 
-def _keep_newer(
-    values: dict[K, Value],
-    key: K,
-    value: Scalar,
-    at_ns: int,
-    now_ms: int,
-    stale_after_ms: int,
-) -> None:
-    kept = values.get(key)
-    if kept is None or at_ns >= kept[1] or now_ms - kept[2] >= stale_after_ms:
-        values[key] = (value, at_ns, now_ms)
+@dataclass(frozen=True, slots=True)
+class _Rendered:
+    section: dict[str, FieldValue]
+    oldest: int  # the freshness threshold it was rendered at
+    least_received: int  # the earliest receipt among the values it shows
 
 
-def _fresh_entries(
-    entries: dict[str, dict[str, Value]], counted: str, oldest: int, *, prefix: str
-) -> dict[str, FieldValue]:
-    """Entries whose counted field is fresh, with their fresh fields."""
-    found: dict[str, FieldValue] = {}
-    for name, fields in entries.items():
-        kept = fields.get(counted)
-        if kept is None or kept[2] < oldest:
-            continue
-        found[prefix + name] = {f: v[0] for f, v in fields.items() if v[2] >= oldest}
-    return found
+class Composite:
+    """The capped entries of one composite section, and their last rendering.
+
+    A wide instance pushes up to 1,024 commands and 256 databases, and every request that
+    touches the connection renders them for the pipe. While no value changed and none of
+    those shown went stale, fresh() hands back the section it rendered last time instead
+    of building ~1,300 dicts again (and consumers can tell it is the same by identity).
+    The cache is one section per composite, dropped by any put that changes what it
+    would show."""
+
+    __slots__ = ("_rendered", "cap", "counted", "entries", "prefix", "stale_after_ms")
+
+    def __init__(self, cap: int, counted: str, prefix: str, stale_after_ms: int) -> None:
+        self.cap = cap
+        self.counted = counted  # the field whose freshness keeps an entry (and its slot)
+        self.prefix = prefix  # INFO's name for an entry: `cmdstat_get`
+        self.stale_after_ms = stale_after_ms
+        self.entries: dict[str, dict[str, Value]] = {}
+        self._rendered: _Rendered | None = None
+
+    def put(self, entry: str, field: str, value: Scalar, at_ns: int, now_ms: int) -> bool:
+        """False when the entry is new and the cap is full even after freeing quiet
+        entries."""
+        fields = self.entries.get(entry)
+        if fields is None:
+            if len(self.entries) >= self.cap and not self._free(now_ms):
+                return False
+            fields = self.entries[entry] = {}
+        kept = fields.get(field)
+        if kept is None:
+            self._rendered = None
+        else:
+            stale = now_ms - kept[2] >= self.stale_after_ms
+            if at_ns < kept[1] and not stale:
+                return True  # an older point: the kept value stands
+            # A stale value was not shown; 1 and 1.0 are equal but render differently.
+            if stale or kept[0] != value or type(kept[0]) is not type(value):
+                self._rendered = None
+        fields[field] = (value, at_ns, now_ms)
+        return True
+
+    def _free(self, now_ms: int) -> bool:
+        oldest_fresh = now_ms - self.stale_after_ms
+        counted = self.counted
+        for name in [
+            name
+            for name, fields in self.entries.items()
+            if (kept := fields.get(counted)) is None or kept[2] < oldest_fresh
+        ]:
+            del self.entries[name]
+        self._rendered = None
+        return len(self.entries) < self.cap
+
+    def fresh(self, oldest: int) -> dict[str, FieldValue]:
+        """Entries whose counted field is fresh, with their fresh fields. Not to be
+        changed: it may be handed out again."""
+        held = self._rendered
+        # Valid while time has not gone back (a value stale then would be fresh again)
+        # and every value it shows is still fresh.
+        if held is not None and held.oldest <= oldest <= held.least_received:
+            return held.section
+        found: dict[str, FieldValue] = {}
+        least = 1 << 62
+        for name, fields in self.entries.items():
+            kept = fields.get(self.counted)
+            if kept is None or kept[2] < oldest:
+                continue
+            # A plain loop: cheaper than a comprehension here, and it finds `least` too.
+            fresh: dict[str, Scalar] = {}
+            for field, (value, _, received) in fields.items():
+                if received >= oldest:
+                    fresh[field] = value
+                    if received < least:
+                        least = received
+            found[self.prefix + name] = fresh
+        self._rendered = _Rendered(found, oldest, least)
+        return found
