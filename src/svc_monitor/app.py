@@ -103,7 +103,16 @@ the webhook's level is 0 and the rolling baseline decides).
 `cluster.bus.corruption` (pro; named by us) fires when a CLUSTER INFO counter whose name
 mentions crc, checksum, corrupt or invalid grows between two reads: `{corruptMessages,
 increases, totals, clusterState, knownNodes, message, timestamp}` (`increases` and
-`totals` map counter names to counts). Stock Valkey and Redis report no such counter."""
+`totals` map counter names to counts). Stock Valkey and Redis report no such counter.
+
+`metric_forecast.limit` (pro) fires once when a metric's projected time to its ceiling
+(forecast/) falls to its `alertThresholdMs` or under, and again only after it has been above
+`alertThresholdMs x 1.1`: `{metricKind, currentValue, ceiling, timeToLimitMs, growthRate,
+alertThresholdMs, message, timestamp}` (`growthRate` in the metric's units per hour).
+
+`cve.detected` (community; named by us) fires once per CVE or advisory newly found for a
+connection's engine version (cve/), never again on rescans: `{cveId, ghsa, severity,
+cvss, kev, engine, version, fixedIn, summary, message, timestamp}`."""
 _CANARY_TEXT = "svc-monitor encryption canary"
 
 
@@ -398,6 +407,11 @@ async def _install_features(
     # Marks captures a dead process left running as failed; cancelled at shutdown, it stops
     # the running ones (their rows say "stopped") before storage closes.
     app.state.feature_tasks.append(asyncio.create_task(features.monitor.run(), name="monitor"))
+    app.state.feature_tasks.append(asyncio.create_task(features.cve.run(), name="cve-scans"))
+    # metric_forecast.limit alerts and the forecast gauge's projections, every 60 s
+    app.state.feature_tasks.append(
+        asyncio.create_task(features.forecast.run(), name="forecast-alerts")
+    )
     if freeze_heap:
         gc.collect()
         gc.freeze()

@@ -108,10 +108,25 @@ class Settings(BaseSettings):
     ANOMALY_POLL_INTERVAL_MS: PositiveMs = 1000
     ANOMALY_CACHE_TTL_MS: PositiveMs = 3600000
     ANOMALY_PROMETHEUS_INTERVAL_MS: PositiveMs = 30000
+    # capacity forecasting (forecast/): the master switch, and the defaults of each
+    # connection's per-metric settings until an admin saves its own (1 min - 24 h each)
+    METRIC_FORECASTING_ENABLED: bool = True
+    METRIC_FORECASTING_DEFAULT_ROLLING_WINDOW_MS: Annotated[
+        int, Field(ge=60_000, le=86_400_000)
+    ] = 21_600_000
+    METRIC_FORECASTING_DEFAULT_ALERT_THRESHOLD_MS: Annotated[
+        int, Field(ge=60_000, le=86_400_000)
+    ] = 7_200_000
     LOCAL_RETENTION_DAYS: Annotated[int, Field(ge=1)] | None = None
     KEY_ANALYTICS_SAMPLE_SIZE: Annotated[int, Field(ge=1)] = 10000
     KEY_ANALYTICS_SCAN_BATCH_SIZE: Annotated[int, Field(ge=1)] = 1000
     KEY_ANALYTICS_INTERVAL_MS: PositiveMs = 300000
+    # CVE scanning (cve/): where dataset updates come from (unset: ENTITLEMENT_URL +
+    # /v1/cve-dataset; never asked when air-gapped), how often, and the dataset age in days
+    # past which svc_cve_dataset_stale is 1.
+    CVE_DATASET_URL: str | None = None
+    CVE_DATASET_UPDATE_INTERVAL_MS: Annotated[int, Field(ge=60000)] = 86400000
+    CVE_DATASET_MAX_AGE_DAYS: Annotated[int, Field(ge=1)] = 30
 
     # --- licensing, telemetry, updates ---
     SVC_LICENSE_KEY: SecretStr | None = None

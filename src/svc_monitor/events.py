@@ -248,3 +248,32 @@ class AnomalyDetected(InstanceEvent):
     z_score: float
     threshold: float
     message: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MetricForecastLimit(InstanceEvent):
+    """A metric's projected time to its ceiling fell to its alert threshold or under
+    (forecast/service.py); published once per crossing, the forecast keeps the hysteresis."""
+
+    metric_kind: str  # usedMemory | opsPerSec | cpuTotal | memFragmentation
+    current_value: float
+    ceiling: float
+    time_to_limit_ms: int
+    growth_rate: float  # units of the metric per hour
+    alert_threshold_ms: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CveDetected(InstanceEvent):
+    """A CVE (or another advisory) newly applies to the connection's engine version;
+    published once per advisory and connection by the CVE scanner (cve/service.py)."""
+
+    advisory_id: str
+    severity: str  # critical | high | medium | low
+    cvss: float | None
+    kev: bool
+    engine: str
+    version: str
+    fixed_in: str | None
+    summary: str
+    ghsa: str | None = None

@@ -6,6 +6,10 @@ building these routes and schemas is most of the service's import time.
 
 from fastapi import APIRouter
 
+from svc_monitor.analytics import store as key_analytics_store
+from svc_monitor.analytics.api import router as key_analytics_router
+from svc_monitor.analytics.prometheus_family import KeyAnalyticsCollector
+from svc_monitor.analytics.service import KeyAnalyticsService
 from svc_monitor.audit import store as audit_store
 from svc_monitor.audit.api import router as audit_router
 from svc_monitor.audit.service import AuditService
@@ -23,12 +27,21 @@ from svc_monitor.console.cli.service import CliService
 from svc_monitor.console.monitor import store as monitor_store
 from svc_monitor.console.monitor.api import router as monitor_router
 from svc_monitor.console.monitor.service import MonitorService
+from svc_monitor.cve import store as cve_store
+from svc_monitor.cve.api import router as cve_router
+from svc_monitor.cve.service import CveService
+from svc_monitor.cve.updates import DatasetSource
 from svc_monitor.detectors.cluster_state import ClusterStateDetector
 from svc_monitor.detectors.config_watch import ConfigWatch
 from svc_monitor.detectors.latency import LatencyDetector
+from svc_monitor.forecast import store as forecast_store
+from svc_monitor.forecast.api import router as forecast_router
+from svc_monitor.forecast.prometheus_family import ForecastCollector
+from svc_monitor.forecast.service import ForecastService
 from svc_monitor.latency import store as latency_store
 from svc_monitor.latency.api import router as latency_router
 from svc_monitor.latency.service import LatencyService
+from svc_monitor.licensing.tiers import Feature
 from svc_monitor.live_metrics.api import router as live_metrics_router
 from svc_monitor.live_metrics.service import LiveMetricsService
 from svc_monitor.metrics import store as metrics_store
@@ -36,6 +49,7 @@ from svc_monitor.polling.audit_poll import AuditPoller
 from svc_monitor.polling.clients_poll import ClientsPoller
 from svc_monitor.polling.cluster_poll import cluster_kind
 from svc_monitor.polling.commandstats_poll import CommandstatsPoller
+from svc_monitor.polling.key_analytics_poll import KeyAnalyticsPoller
 from svc_monitor.polling.latency_poll import LatencyPoller
 from svc_monitor.polling.log_polls import LogPoller
 from svc_monitor.polling.models import PollKind
@@ -61,6 +75,9 @@ ROUTERS: tuple[APIRouter, ...] = (
     monitor_router,
     prometheus_router,
     traces_router,
+    forecast_router,
+    cve_router,
+    key_analytics_router,
 )
 
 
@@ -83,6 +100,24 @@ def build_features(services: Services) -> tuple[Features, list[PollKind]]:
     services.metrics_receiver.commandstats_consumers.append(
         lambda connection_id, info, at: commandstats.record(connection_id, info, captured_at=at)
     )
+    forecast = ForecastService(
+        forecast_store.ForecastStore(db),
+        services.metrics,
+        connections,
+        services.settings,
+        services.bus,
+    )
+    services.prometheus.add(
+        ForecastCollector(
+            forecast,
+            lambda: [
+                *services.supervisor.polled_connections(),
+                *services.metrics_receiver.push_connections(),
+            ],
+        )
+    )
+    cve = _cve(services)
+    key_analytics = _key_analytics(services)
     kinds = [
         *LogPoller(slowlog_service, live_state=live_state, bus=services.bus).kinds(),
         AuditPoller(audit, services.bus, live_state=live_state).kind(),
@@ -93,6 +128,9 @@ def build_features(services: Services) -> tuple[Features, list[PollKind]]:
         LatencyPoller(latency).kind(),
         cluster_kind(clusters),
         ConfigWatch(services.bus, live_state).kind(),
+        KeyAnalyticsPoller(
+            key_analytics, allowed=lambda: services.license.allows(Feature.KEY_ANALYTICS)
+        ).kind(),
     ]
     features = Features(
         slowlog=slowlog_service,
@@ -111,9 +149,47 @@ def build_features(services: Services) -> tuple[Features, list[PollKind]]:
         monitor=MonitorService(
             monitor_store.MonitorStore(db), connections, services.live, services.settings
         ),
+        forecast=forecast,
         retention=_retention(services),
+        cve=cve,
+        key_analytics=key_analytics,
     )
     return features, kinds
+
+
+def _cve(services: Services) -> CveService:
+    """The CVE scanner, fed by polled INFO and by pushed versions; its families scraped."""
+    settings, receiver, license = services.settings, services.metrics_receiver, services.license
+    cve = CveService(
+        cve_store.CveStore(services.db),
+        DatasetSource(settings, services.meta, air_gapped=lambda: license.air_gapped),
+        connections=services.connections,
+        bus=services.bus,
+        held_version=receiver.held_version,
+        update_interval_ms=settings.CVE_DATASET_UPDATE_INTERVAL_MS,
+    )
+    services.observer.watchers.append(cve.watch)
+    receiver.version_watchers.append(cve.on_pushed_version)
+    services.prometheus.add(cve)
+    return cve
+
+
+def _key_analytics(services: Services) -> KeyAnalyticsService:
+    """Key analytics (Pro) over polled connections; its families scraped."""
+    analytics = KeyAnalyticsService(
+        key_analytics_store.KeyAnalyticsStore(services.db),
+        services.connections,
+        services.live_state,
+        services.settings,
+    )
+    services.prometheus.add(
+        KeyAnalyticsCollector(
+            analytics,
+            lambda: {c.id: f"{c.host}:{c.port}" for c in services.supervisor.polled_connections()},
+            full=lambda: services.prometheus.full_profile,
+        )
+    )
+    return analytics
 
 
 def _retention(services: Services) -> HistoryRetention:
@@ -134,6 +210,7 @@ def _retention(services: Services) -> HistoryRetention:
             *latency_store.HISTORY_TABLES,
             *monitor_store.HISTORY_TABLES,
             *webhook_store.HISTORY_TABLES,
+            *key_analytics_store.HISTORY_TABLES,
         ],
         sample_tables=sample_tables,
         retention_days=settings.LOCAL_RETENTION_DAYS,

@@ -20,6 +20,7 @@ from svc_monitor.storage.app_meta import AppMetaStore
 from svc_monitor.storage.database import Database
 
 if TYPE_CHECKING:
+    from svc_monitor.analytics.service import KeyAnalyticsService
     from svc_monitor.audit.service import AuditService
     from svc_monitor.auth.broker import BrokerService
     from svc_monitor.auth.service import AuthService
@@ -32,7 +33,9 @@ if TYPE_CHECKING:
     from svc_monitor.connections.service import ConnectionService
     from svc_monitor.console.cli.service import CliService
     from svc_monitor.console.monitor.service import MonitorService
+    from svc_monitor.cve.service import CveService
     from svc_monitor.events import EventBus
+    from svc_monitor.forecast.service import ForecastService
     from svc_monitor.latency.service import LatencyService
     from svc_monitor.licensing.service import LicenseService
     from svc_monitor.licensing.telemetry import UsageTelemetry
@@ -108,6 +111,9 @@ class Features:
     clusters: "ClusterService"
     cli: "CliService"  # the browser CLI's sessions (console/cli/)
     monitor: "MonitorService"  # MONITOR captures (console/monitor/)
+    cve: "CveService"  # CVE and end-of-life scanning (cve/)
+    forecast: "ForecastService"  # capacity forecasts and their limit alerts (forecast/)
+    key_analytics: "KeyAnalyticsService"  # key patterns, sizes, hot keys (analytics/)
     retention: "HistoryRetention"
 
 

@@ -96,10 +96,14 @@ class TestTierTable:
     def test_webhook_events_follow_the_spec(self):
         assert allowed_events(Tier.COMMUNITY) == [
             "instance.down", "instance.up", "memory.critical", "connection.critical",
-            "client.blocked",
+            "client.blocked", "cve.detected",  # the last one ours (issue 10): free, as the scan
         ]  # fmt: skip
-        # the spec's 11 up to pro, and our cluster.bus.corruption (issue 8) beside cluster.failover
-        assert len(allowed_events(Tier.PRO)) == 12
+        # the spec's pro events, our cluster.bus.corruption (issue 8) beside cluster.failover,
+        # and metric_forecast.limit (issue 10)
+        assert set(allowed_events(Tier.PRO)) - set(allowed_events(Tier.COMMUNITY)) == {
+            "slowlog.threshold", "replication.lag", "cluster.failover", "cluster.bus.corruption",
+            "anomaly.detected", "latency.spike", "connection.spike", "metric_forecast.limit",
+        }  # fmt: skip
         assert "cluster.bus.corruption" in locked_events(Tier.COMMUNITY)
         assert "cluster.bus.corruption" in allowed_events(Tier.PRO)
         assert allowed_events(Tier.ENTERPRISE) == list(WEBHOOK_EVENT_TIERS)

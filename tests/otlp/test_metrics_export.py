@@ -35,7 +35,8 @@ FAST_POLLS = {
     "AUDIT_POLL_INTERVAL_MS": 300,
     "CLIENT_ANALYTICS_POLL_INTERVAL_MS": 300,
 }
-OWN_PREFIXES = ("svc_process_", "svc_python_gc_", "svc_otlp_export_")
+# Families about svc-monitor itself, not about a connection: no `connection` attribute.
+OWN_PREFIXES = ("svc_process_", "svc_python_gc_", "svc_otlp_export_", "svc_cve_dataset_")
 
 
 @dataclass

@@ -181,7 +181,8 @@ class TestStandardProfile:
         # every connection series carries `connection`; each name is in the catalogue
         for sample in found:
             assert sample.name in exposed_names(), sample.name
-            if not sample.name.startswith(("svc_process_", "svc_python_gc_", "svc_otlp_export")):
+            own = ("svc_process_", "svc_python_gc_", "svc_otlp_export", "svc_cve_dataset")
+            if not sample.name.startswith(own):
                 assert "connection" in sample.labels, sample
         # typed, with help text
         assert "# TYPE svc_commands_processed_total counter" in text

@@ -217,6 +217,7 @@ class TestContent:
             "Persistence",
             "Cluster",
             "Slow log and commands",
+            "Security",
             "The monitor itself",
         ]
 

@@ -16,6 +16,7 @@ import pytest
 from playwright.async_api import Page, expect
 
 from svc_monitor.events import InstanceDown
+from svc_monitor.licensing.tiers import WEBHOOK_EVENT_TIERS
 from svc_monitor.webhooks.schemas import DeliveryRead, RetryPolicy, WebhookCreate, WebhookRead
 from svc_monitor.webhooks.service import WebhookService
 from tests.fixtures.app import AppFactory, RunningApp, make_settings, target_of
@@ -78,7 +79,8 @@ class TestEditorInTheBrowser:
 
             # Community tier: the picker shows every event, the paid ones disabled with
             # the tier that unlocks them.
-            assert await form.locator('input[name="events"]').count() == 17
+            events = form.locator('input[name="events"]')
+            assert await events.count() == len(WEBHOOK_EVENT_TIERS)
             slowlog = form.locator('[data-event="slowlog.threshold"]')
             await expect(slowlog.locator("input")).to_be_disabled()
             await expect(slowlog).to_contain_text("needs Pro")

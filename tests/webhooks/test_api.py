@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from svc_monitor.licensing.tiers import WEBHOOK_EVENT_TIERS
 from tests.fixtures.app import AppFactory, RunningApp
 from tests.fixtures.licensing import SigningKey
 from tests.fixtures.receiver import Receiver
@@ -170,7 +171,7 @@ class TestTier:
                 "/api/webhooks", json=body(receiver.url(), events=allowed["allowedEvents"])
             )
         assert answer.status_code == 201
-        assert len(answer.json()["events"]) == 17
+        assert len(answer.json()["events"]) == len(WEBHOOK_EVENT_TIERS) == 19
 
 
 class TestUpdateAndDelete:

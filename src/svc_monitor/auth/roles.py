@@ -186,6 +186,12 @@ RULES: dict[str, Access] = {
     "GET /api/latency-analytics/histograms": MEMBER,
     "GET /api/traces": MEMBER,
     "GET /api/traces/{traceId}": MEMBER,
+    "GET /api/cve/findings": MEMBER,
+    "GET /api/metric-forecasting/{metricKind}/forecast": MEMBER,
+    "GET /api/metric-forecasting/{metricKind}/settings": MEMBER,
+    "PUT /api/metric-forecasting/{metricKind}/settings": ADMIN,
+    "GET /api/key-analytics/patterns": MEMBER,
+    "GET /api/key-analytics/summary": MEMBER,
     # configuration can hold credentials (requirepass, masterauth)
     "GET /api/metrics/config": ADMIN,
     "GET /api/metrics/config/{parameter}": ADMIN,
@@ -283,6 +289,13 @@ RULES: dict[str, Access] = {
     "GET /ai-traces": MEMBER,
     "GET /ui/ai-traces/list": MEMBER,
     "GET /ui/ai-traces/view": MEMBER,
+    # --- Security (cve/): scan findings are reads for any member ---
+    "GET /security": MEMBER,
+    # --- Forecast (forecast/): members read; saving a metric's settings is an admin's ---
+    "GET /forecasting": MEMBER,
+    "POST /ui/forecasting/{metric_kind}/settings": ADMIN,
+    # --- Key Analytics (analytics/, Pro): reads for any member ---
+    "GET /key-analytics": MEMBER,
     # --- the catch-alls: a JSON or HTML 404 (or 503 while starting) for any unknown path ---
     "DELETE /api/{path}": PUBLIC,
     "GET /api/{path}": PUBLIC,

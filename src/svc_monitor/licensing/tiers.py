@@ -74,6 +74,13 @@ WEBHOOK_EVENT_TIERS: dict[str, Tier] = {
     "anomaly.detected": Tier.PRO,
     "latency.spike": Tier.PRO,
     "connection.spike": Tier.PRO,
+    # capacity forecasting (forecast/): a metric's projected time to its ceiling fell
+    # under its alert threshold
+    "metric_forecast.limit": Tier.PRO,
+    # Named by us, like cluster.bus.corruption (anomaly.detected's shape). Community: CVE
+    # scanning is free on every tier, and being told a server is exploitable must not be
+    # a paid extra.
+    "cve.detected": Tier.COMMUNITY,
     "compliance.alert": Tier.ENTERPRISE,
     "audit.policy.violation": Tier.ENTERPRISE,
     "acl.violation": Tier.ENTERPRISE,

@@ -3,12 +3,14 @@
 import asyncio
 import logging
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from svc_monitor.config import Settings
 from svc_monitor.engine.client import EngineClient
 from svc_monitor.engine.ledger import CommandLedger
 from svc_monitor.events import now_ms
+from svc_monitor.metrics.models import MemoryBucket
 from svc_monitor.metrics.sampling import Sampler
 from svc_monitor.metrics.schemas import (
     CommandLoad,
@@ -93,6 +95,23 @@ class MetricsService:
             connectionId=connection_id, from_=since, to=until, bucketMs=bucket_ms, points=points
         )
 
+    async def memory_buckets(
+        self, connection_id: str, *, since: int, until: int, max_points: int
+    ) -> list[MemoryBucket]:
+        """Memory snapshots averaged into at most `max_points` equal buckets, in SQL (the
+        forecasts' input: a 24 h window is 8,640 snapshots at the default interval)."""
+        bucket_ms = max(1, math.ceil((until - since + 1) / max_points))
+        rows: Sequence[Any] = await self._store.memory_buckets(
+            connection_id, since=since, until=until, bucket_ms=bucket_ms
+        )
+        # Unpacked as tuples: reading Row attributes by name was 60 % of a forecast's time.
+        return [
+            MemoryBucket(
+                int(float(at)), _plain(used), _plain(limit), _plain(ops), _plain(cpu), _plain(frag)
+            )
+            for _, at, used, limit, ops, cpu, frag in rows
+        ]
+
     async def live_info(self, client: EngineClient, sections: list[str]) -> dict[str, Any]:
         info = await client.info(*sections) if sections else await client.info("everything")
         return dict(info.sections)
@@ -136,3 +155,8 @@ class MetricsService:
 
 def _float(value: Any) -> float | None:
     return None if value is None else round(float(value), 4)
+
+
+def _plain(value: Any) -> float | None:
+    """SQL AVG gives Decimal on PostgreSQL for integer columns."""
+    return None if value is None else float(value)

@@ -142,6 +142,33 @@ class MetricsStore:
         row = await self._db.fetch_one(query)
         return int(row[0]) if row is not None else 0
 
+    async def memory_buckets(
+        self, connection_id: str, *, since: int, until: int, bucket_ms: int
+    ) -> Sequence[Row[Any]]:
+        """Memory snapshots from `since` to `until` averaged into `bucket_ms` buckets, oldest
+        first: (at, used_memory, maxmemory, ops_per_sec, cpu_total, mem_fragmentation_ratio).
+
+        AVG skips NULLs, so a field missing from some snapshots averages the others, and a
+        bucket where no snapshot had it reads NULL.
+        """
+        m = memory_snapshots.c
+        bucket = ((m.captured_at - since) // bucket_ms).label("bucket")
+        query = (
+            select(
+                bucket,
+                func.avg(m.captured_at).label("at"),
+                func.avg(m.used_memory).label("used_memory"),
+                func.max(m.maxmemory).label("maxmemory"),
+                func.avg(m.ops_per_sec).label("ops_per_sec"),
+                func.avg(m.cpu_sys_percent + m.cpu_user_percent).label("cpu_total"),
+                func.avg(m.mem_fragmentation_ratio).label("mem_fragmentation_ratio"),
+            )
+            .where(m.connection_id == connection_id, m.captured_at.between(since, until))
+            .group_by(bucket)
+            .order_by(bucket)
+        )
+        return await self._db.fetch_all(query)
+
     async def roll_up(self, *, now_ms: int) -> int:
         """Average every finished five minutes of samples not yet rolled up; rows written.
 

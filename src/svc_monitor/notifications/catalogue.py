@@ -6,8 +6,9 @@ the OTLP event export (otlp/events_export.py).
 
 Two kinds of notification come out of an event:
 - occurrences (instance.down/up, client.blocked, cluster.failover, cluster.bus.corruption,
-  anomaly.detected, acl.violation, audit.policy.violation, acl.modified, config.changed)
-  fire every time;
+  anomaly.detected, acl.violation, audit.policy.violation, acl.modified, config.changed,
+  metric_forecast.limit: its detector keeps its own hysteresis; cve.detected: the scanner
+  publishes it once per advisory and connection) fire every time;
 - threshold notifications come from readings (memory, clients, replication, slow log,
   latency): each carries the measured value and, per webhook, the level it is judged
   against (that webhook's `thresholds`, or the automatic baseline when a spike
@@ -33,11 +34,13 @@ from svc_monitor.events import (
     ClusterBusCorruption,
     ClusterStateChanged,
     ConfigChanged,
+    CveDetected,
     Event,
     InstanceDown,
     InstanceUp,
     LatencyReading,
     MemoryReading,
+    MetricForecastLimit,
     ReplicationReading,
     SlowlogLength,
 )
@@ -357,6 +360,50 @@ def _anomaly(e: Any) -> list[Candidate]:
     return [Occurrence("anomaly.detected", data)]
 
 
+def _forecast_limit(e: Any) -> list[Candidate]:
+    assert isinstance(e, MetricForecastLimit)
+    hours = e.time_to_limit_ms / 3_600_000
+    when = "" if e.time_to_limit_ms == 0 else f" in {hours:.1f} h"
+    reach = "has reached" if e.time_to_limit_ms == 0 else "is projected to reach"
+    data = {
+        "metricKind": e.metric_kind,
+        "currentValue": e.current_value,
+        "ceiling": e.ceiling,
+        "timeToLimitMs": e.time_to_limit_ms,
+        "growthRate": e.growth_rate,
+        "alertThresholdMs": e.alert_threshold_ms,
+        "message": f"{e.metric_kind} {reach} its ceiling {_number(e.ceiling)}{when}",
+        "timestamp": e.at_ms,
+    }
+    return [Occurrence("metric_forecast.limit", data)]
+
+
+def _number(value: float) -> str:
+    """1.5 as 1.5, a byte ceiling as 536870912 (not :g's 5.36871e+08)."""
+    return f"{value:.0f}" if value.is_integer() else f"{value:g}"
+
+
+def _cve(e: Any) -> list[Candidate]:
+    assert isinstance(e, CveDetected)
+    name = "Valkey" if e.engine == "valkey" else "Redis"
+    fix = f"fixed in {e.fixed_in}" if e.fixed_in else "no fixed release yet"
+    kev = ", known exploited (CISA KEV)" if e.kev else ""
+    data = {
+        "cveId": e.advisory_id,
+        "ghsa": e.ghsa,
+        "severity": e.severity,
+        "cvss": e.cvss,
+        "kev": e.kev,
+        "engine": e.engine,
+        "version": e.version,
+        "fixedIn": e.fixed_in,
+        "summary": _clip(e.summary),
+        "message": f"{e.advisory_id} ({e.severity}{kev}) affects {name} {e.version}; {fix}",
+        "timestamp": e.at_ms,
+    }
+    return [Occurrence("cve.detected", data)]
+
+
 def _level(name: str) -> Callable[[Thresholds], float | None]:
     return lambda t: float(getattr(t, name))
 
@@ -375,4 +422,6 @@ _BUILDERS: dict[type, Callable[[Any], list[Candidate]]] = {
     AclModified: _acl_modified,
     ConfigChanged: _config_changed,
     AnomalyDetected: _anomaly,
+    MetricForecastLimit: _forecast_limit,
+    CveDetected: _cve,
 }

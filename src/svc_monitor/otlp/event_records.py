@@ -57,15 +57,18 @@ SEVERITY: dict[str, Severity] = {
     "cluster.failover": WARN,
     "cluster.bus.corruption": WARN,
     "anomaly.detected": WARN,
+    "cve.detected": WARN,
     "latency.spike": WARN,
     "connection.spike": WARN,
+    "metric_forecast.limit": WARN,
     "compliance.alert": WARN,
     "audit.policy.violation": WARN,
     "acl.violation": WARN,
     "acl.modified": INFO,
     "config.changed": INFO,
 }
-# Payloads that grade themselves (anomaly.detected, compliance.alert) keep their grade.
+# Payloads that grade themselves (anomaly.detected, compliance.alert) keep their grade;
+# cve.detected's severity is a CVE's: only `critical` matches (ERROR), the rest stay WARN.
 _BY_PAYLOAD = {"info": INFO, "warning": WARN, "critical": ERROR}
 
 

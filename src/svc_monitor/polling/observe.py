@@ -1,6 +1,8 @@
 """observe(): the one entry of the pipe. Every Observation, polled or (later) pushed,
 goes through here to live state and history, so a feature written once serves both."""
 
+from collections.abc import Callable
+
 from svc_monitor.detectors.readings import ReadingsDetector
 from svc_monitor.metrics.service import MetricsService
 from svc_monitor.polling.live_state import LiveState
@@ -20,11 +22,16 @@ class Observer:
         self._live = live
         self._metrics = metrics
         self._readings = readings
+        # Detectors added with the features (the CVE scanner's version watch): synchronous
+        # and cheap, they run on every observation.
+        self.watchers: list[Callable[[Observation], None]] = []
 
     async def observe(self, observation: Observation) -> None:
         self._live.update(observation)
         if self._readings is not None:
             self._readings.observe(observation)
+        for watch in self.watchers:
+            watch(observation)
         await self._metrics.record(observation)
 
     async def forget(self, connection_id: str) -> None:

@@ -14,7 +14,7 @@ show with it. `full` families appear only with METRICS_EXPORT_PROFILE=full: the
 high-cardinality ones (per pattern, per slot, per client name or user) and the
 diagnostic ones (poll counts and durations).
 
-Families of features not built yet (anomalies, forecasts, CVEs, key analytics, vector
+Families of features not built yet (anomalies, vector
 indexes, inference, OTLP ingest) are not listed: they are absent, never zero.
 """
 
@@ -359,6 +359,57 @@ CLIENTS_BY_USER = _gauge(
     "svc_client_connections_by_user", "Client connections by ACL user.", "user", full=True
 )
 
+# capacity forecasting (forecast/prometheus_family.py): only while a metric has a projection
+METRIC_FORECAST_TIME_TO_LIMIT = _gauge(
+    "svc_metric_forecast_time_to_limit_seconds",
+    "Projected seconds until the metric reaches its ceiling at the current trend.",
+    "metric_kind",
+)
+
+# key analytics (analytics/prometheus_family.py), from each connection's newest run;
+# per pattern and per key only in the full profile (key names and patterns as labels)
+KEY_PATTERN_KEYS = _gauge(
+    "svc_key_pattern_keys", "Estimated keys of one key pattern.", "pattern", full=True
+)
+KEY_PATTERN_MEMORY = _gauge(
+    "svc_key_pattern_memory_bytes",
+    "Estimated memory of one key pattern's keys (MEMORY USAGE, scaled to the keyspace).",
+    "pattern",
+    full=True,
+)
+KEY_PATTERN_AVG_MEMORY = _gauge(
+    "svc_key_pattern_avg_memory_bytes",
+    "Average MEMORY USAGE of one key pattern's sampled keys.",
+    "pattern",
+    full=True,
+)
+KEY_PATTERN_MAX_MEMORY = _gauge(
+    "svc_key_pattern_max_memory_bytes",
+    "Largest MEMORY USAGE among one key pattern's sampled keys.",
+    "pattern",
+    full=True,
+)
+KEY_MEMORY = _gauge(
+    "svc_key_memory_bytes",
+    "MEMORY USAGE of one of the largest sampled keys (top 20).",
+    "key",
+    "type",
+    full=True,
+)
+KEY_CARDINALITY = _gauge(
+    "svc_key_cardinality",
+    "Elements of one of the largest sampled keys (STRLEN for strings).",
+    "key",
+    "type",
+    full=True,
+)
+KEYSIZE_BUCKET_KEYS = _gauge(
+    "svc_keysize_bucket_keys",
+    "Estimated keys of one type whose MEMORY USAGE is at most `bucket` bytes.",
+    "type",
+    "bucket",
+)
+
 # The polls themselves.
 POLL_STALE = _gauge(
     "svc_poll_stale",
@@ -375,6 +426,18 @@ POLL_DURATION = Family(
 )
 
 # The service's own process (prometheus/process.py) and exporters (otlp/export_stats.py).
+
+
+# The CVE scanner's (cve/service.py), per scanned connection; end-of-life is not counted.
+CVE_FINDINGS = _gauge(
+    "svc_cve_findings",
+    "CVEs and advisories that apply to the connection's engine version, by severity.",
+    "severity",
+)
+CVE_KEV = _gauge(
+    "svc_cve_kev",
+    "Findings of the connection that are on CISA's Known Exploited Vulnerabilities list.",
+)
 
 
 def _own(name: str, kind: Kind, help: str, *labels: str) -> Family:
@@ -418,6 +481,12 @@ OWN = (
         "gauge",
         "Unix time of the last OTLP export request of a signal that succeeded.",
         "signal",
+    ),
+    # The CVE scanner's dataset (cve/service.py).
+    _own(
+        "svc_cve_dataset_stale",
+        "gauge",
+        "1 when the CVE dataset is older than CVE_DATASET_MAX_AGE_DAYS.",
     ),
     # The metrics receiver's (otlp/ingest_counts.py), full profile only.
     Family(
@@ -473,9 +542,19 @@ FAMILIES: tuple[Family, ...] = (
     CLIENTS_PEAK,
     CLIENTS_BY_NAME,
     CLIENTS_BY_USER,
+    METRIC_FORECAST_TIME_TO_LIMIT,
+    KEY_PATTERN_KEYS,
+    KEY_PATTERN_MEMORY,
+    KEY_PATTERN_AVG_MEMORY,
+    KEY_PATTERN_MAX_MEMORY,
+    KEY_MEMORY,
+    KEY_CARDINALITY,
+    KEYSIZE_BUCKET_KEYS,
     POLL_STALE,
     POLLS,
     POLL_DURATION,
+    CVE_FINDINGS,
+    CVE_KEV,
     *OWN,
 )
 

@@ -1,0 +1,15 @@
+"""FastAPI dependencies of the forecast domain."""
+
+from typing import Annotated
+
+from fastapi import Depends
+
+from svc_monitor.forecast.service import ForecastService
+from svc_monitor.services import FeaturesDep
+
+
+def get_forecast(features: FeaturesDep) -> ForecastService:
+    return features.forecast
+
+
+ForecastDep = Annotated[ForecastService, Depends(get_forecast)]
