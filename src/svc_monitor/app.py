@@ -412,6 +412,8 @@ async def _install_features(
     app.state.feature_tasks.append(
         asyncio.create_task(features.forecast.run(), name="forecast-alerts")
     )
+    # anomaly groups stored and published, the svc_anomaly_* summary rebuilt
+    app.state.feature_tasks.append(asyncio.create_task(features.anomaly.run(), name="anomaly"))
     if freeze_heap:
         gc.collect()
         gc.freeze()

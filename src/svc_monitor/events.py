@@ -248,6 +248,10 @@ class AnomalyDetected(InstanceEvent):
     z_score: float
     threshold: float
     message: str
+    # Set by the anomaly detector, which publishes one event per correlated group: the
+    # group's pattern (memory_pressure, traffic_burst ...) and its members' metrics.
+    pattern: str | None = None
+    related_metrics: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

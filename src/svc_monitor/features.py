@@ -10,6 +10,10 @@ from svc_monitor.analytics import store as key_analytics_store
 from svc_monitor.analytics.api import router as key_analytics_router
 from svc_monitor.analytics.prometheus_family import KeyAnalyticsCollector
 from svc_monitor.analytics.service import KeyAnalyticsService
+from svc_monitor.anomaly import store as anomaly_store
+from svc_monitor.anomaly.api import router as anomaly_router
+from svc_monitor.anomaly.prometheus_family import AnomalyCollector
+from svc_monitor.anomaly.service import AnomalyService
 from svc_monitor.audit import store as audit_store
 from svc_monitor.audit.api import router as audit_router
 from svc_monitor.audit.service import AuditService
@@ -78,6 +82,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     forecast_router,
     cve_router,
     key_analytics_router,
+    anomaly_router,
 )
 
 
@@ -118,6 +123,7 @@ def build_features(services: Services) -> tuple[Features, list[PollKind]]:
     )
     cve = _cve(services)
     key_analytics = _key_analytics(services)
+    anomaly = _anomaly(services)
     kinds = [
         *LogPoller(slowlog_service, live_state=live_state, bus=services.bus).kinds(),
         AuditPoller(audit, services.bus, live_state=live_state).kind(),
@@ -153,6 +159,7 @@ def build_features(services: Services) -> tuple[Features, list[PollKind]]:
         retention=_retention(services),
         cve=cve,
         key_analytics=key_analytics,
+        anomaly=anomaly,
     )
     return features, kinds
 
@@ -192,6 +199,34 @@ def _key_analytics(services: Services) -> KeyAnalyticsService:
     return analytics
 
 
+def _anomaly(services: Services) -> AnomalyService:
+    """Anomaly detection (Pro) on every INFO observation, polled and pushed; its families
+    scraped."""
+    anomaly = AnomalyService(
+        anomaly_store.AnomalyStore(services.db),
+        services.bus,
+        services.settings,
+        services.runtime_settings,
+        allowed=lambda: services.license.allows(Feature.ANOMALY_DETECTION),
+    )
+    if anomaly.enabled:
+        services.observer.watchers.append(anomaly.watch)
+
+    def addresses() -> dict[str, str]:
+        return {
+            c.id: f"{c.host}:{c.port}"
+            for c in (
+                *services.supervisor.polled_connections(),
+                *services.metrics_receiver.push_connections(),
+            )
+        }
+
+    services.prometheus.add(
+        AnomalyCollector(anomaly, addresses, full=lambda: services.prometheus.full_profile)
+    )
+    return anomaly
+
+
 def _retention(services: Services) -> HistoryRetention:
     """Every history table; the fast-growing sample stores are also swept hourly."""
     sample_tables = (
@@ -211,6 +246,7 @@ def _retention(services: Services) -> HistoryRetention:
             *monitor_store.HISTORY_TABLES,
             *webhook_store.HISTORY_TABLES,
             *key_analytics_store.HISTORY_TABLES,
+            *anomaly_store.HISTORY_TABLES,
         ],
         sample_tables=sample_tables,
         retention_days=settings.LOCAL_RETENTION_DAYS,

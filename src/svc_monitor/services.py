@@ -21,6 +21,7 @@ from svc_monitor.storage.database import Database
 
 if TYPE_CHECKING:
     from svc_monitor.analytics.service import KeyAnalyticsService
+    from svc_monitor.anomaly.service import AnomalyService
     from svc_monitor.audit.service import AuditService
     from svc_monitor.auth.broker import BrokerService
     from svc_monitor.auth.service import AuthService
@@ -114,6 +115,7 @@ class Features:
     cve: "CveService"  # CVE and end-of-life scanning (cve/)
     forecast: "ForecastService"  # capacity forecasts and their limit alerts (forecast/)
     key_analytics: "KeyAnalyticsService"  # key patterns, sizes, hot keys (analytics/)
+    anomaly: "AnomalyService"  # anomaly detection and correlated groups (anomaly/)
     retention: "HistoryRetention"
 
 

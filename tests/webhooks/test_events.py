@@ -1,8 +1,7 @@
 """Every webhook event, from what a real server does to a signed request a receiver
 verifies with the secret (HMAC over "<timestamp>.<raw body>", timing-safe, 5-minute
-window). The only event not produced by a server yet is anomaly.detected: its detector
-arrives with the detectors issue, so here it is published on the bus as that detector
-will publish it."""
+window). anomaly.detected is published on the bus here as its detector publishes it;
+tests/anomaly drives the detector itself from a real server's INFO."""
 
 import asyncio
 import contextlib

@@ -192,6 +192,11 @@ RULES: dict[str, Access] = {
     "PUT /api/metric-forecasting/{metricKind}/settings": ADMIN,
     "GET /api/key-analytics/patterns": MEMBER,
     "GET /api/key-analytics/summary": MEMBER,
+    "GET /api/anomaly/events": MEMBER,
+    "GET /api/anomaly/groups": MEMBER,
+    "GET /api/anomaly/buffers": MEMBER,
+    "POST /api/anomaly/events/{event_id}/resolve": ADMIN,
+    "POST /api/anomaly/groups/{group_id}/resolve": ADMIN,
     # configuration can hold credentials (requirepass, masterauth)
     "GET /api/metrics/config": ADMIN,
     "GET /api/metrics/config/{parameter}": ADMIN,
@@ -296,6 +301,8 @@ RULES: dict[str, Access] = {
     "POST /ui/forecasting/{metric_kind}/settings": ADMIN,
     # --- Key Analytics (analytics/, Pro): reads for any member ---
     "GET /key-analytics": MEMBER,
+    # --- Anomalies (anomaly/, Pro): reads for any member ---
+    "GET /anomalies": MEMBER,
     # --- the catch-alls: a JSON or HTML 404 (or 503 while starting) for any unknown path ---
     "DELETE /api/{path}": PUBLIC,
     "GET /api/{path}": PUBLIC,

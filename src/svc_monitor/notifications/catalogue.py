@@ -357,6 +357,9 @@ def _anomaly(e: Any) -> list[Candidate]:
         "message": _clip(e.message),
         "timestamp": e.at_ms,
     }
+    if e.pattern is not None:  # one event per correlated group (anomaly/service.py)
+        data["pattern"] = e.pattern
+        data["relatedMetrics"] = list(e.related_metrics)
     return [Occurrence("anomaly.detected", data)]
 
 

@@ -14,8 +14,8 @@ show with it. `full` families appear only with METRICS_EXPORT_PROFILE=full: the
 high-cardinality ones (per pattern, per slot, per client name or user) and the
 diagnostic ones (poll counts and durations).
 
-Families of features not built yet (anomalies, vector
-indexes, inference, OTLP ingest) are not listed: they are absent, never zero.
+Families of features not built yet (vector indexes, inference, OTLP ingest) are not
+listed: they are absent, never zero.
 """
 
 from dataclasses import dataclass
@@ -410,6 +410,43 @@ KEYSIZE_BUCKET_KEYS = _gauge(
     "bucket",
 )
 
+# anomaly detection (anomaly/prometheus_family.py), refreshed every
+# anomalyPrometheusIntervalMs; a connection appears once its detectors have seen INFO.
+ANOMALY_EVENTS = _counter(
+    "svc_anomaly_events", "Anomalies detected since start.", "metric", "severity"
+)
+ANOMALY_EVENTS_CURRENT = _gauge(
+    "svc_anomaly_events_current",
+    "Unresolved anomalies of the last anomalyCacheTtlMs.",
+)
+ANOMALY_BY_SEVERITY = _gauge(
+    "svc_anomaly_by_severity", "Unresolved anomalies of the last anomalyCacheTtlMs.", "severity"
+)
+ANOMALY_BY_METRIC = _gauge(
+    "svc_anomaly_by_metric", "Unresolved anomalies of the last anomalyCacheTtlMs.", "metric"
+)
+CORRELATED_GROUPS = _counter("svc_correlated_groups", "Correlated anomaly groups since start.")
+CORRELATED_GROUPS_BY_SEVERITY = _gauge(
+    "svc_correlated_groups_by_severity", "Correlated groups since start.", "severity"
+)
+CORRELATED_GROUPS_BY_PATTERN = _gauge(
+    "svc_correlated_groups_by_pattern", "Correlated groups since start.", "pattern"
+)
+ANOMALY_BUFFER_READY = _gauge(
+    "svc_anomaly_buffer_ready",
+    "1 when the metric's rolling baseline holds enough samples (30) to judge.",
+    "metric",
+)
+ANOMALY_BUFFER_MEAN = _gauge(
+    "svc_anomaly_buffer_mean", "Mean of the metric's rolling baseline.", "metric", full=True
+)
+ANOMALY_BUFFER_STDDEV = _gauge(
+    "svc_anomaly_buffer_stddev",
+    "Standard deviation of the metric's rolling baseline.",
+    "metric",
+    full=True,
+)
+
 # The polls themselves.
 POLL_STALE = _gauge(
     "svc_poll_stale",
@@ -550,6 +587,16 @@ FAMILIES: tuple[Family, ...] = (
     KEY_MEMORY,
     KEY_CARDINALITY,
     KEYSIZE_BUCKET_KEYS,
+    ANOMALY_EVENTS,
+    ANOMALY_EVENTS_CURRENT,
+    ANOMALY_BY_SEVERITY,
+    ANOMALY_BY_METRIC,
+    CORRELATED_GROUPS,
+    CORRELATED_GROUPS_BY_SEVERITY,
+    CORRELATED_GROUPS_BY_PATTERN,
+    ANOMALY_BUFFER_READY,
+    ANOMALY_BUFFER_MEAN,
+    ANOMALY_BUFFER_STDDEV,
     POLL_STALE,
     POLLS,
     POLL_DURATION,

@@ -11,6 +11,7 @@ from svc_monitor.web.rendering import Templates
 from svc_monitor.web.routes import (
     account,
     activity,
+    anomalies,
     audit,
     cli,
     clients,
@@ -40,6 +41,7 @@ PAGE_MODULES = (
     memory,
     key_analytics,
     forecast,
+    anomalies,
     cluster,
     audit,
     cli,

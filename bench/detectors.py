@@ -1,0 +1,124 @@
+"""CPU cost of anomaly detection per observation: every detector together (23 z-score
+metrics and the rule detectors) plus the correlation window, per connection per poll.
+
+Captures INFO everything once from a real Valkey on a free port, then feeds it through
+AnomalyService.watch as a steady stream of 1 s observations whose counters advance
+(rewritten like tests/forecast/history.py does), after the buffers are warm. Prints
+microseconds per observation; the target is under 50.
+
+    .venv/bin/python bench/detectors.py [--observations 20000] [--connections 10]
+"""
+
+import argparse
+import random
+import re
+import socket
+import time
+
+from svc_monitor.anomaly.service import AnomalyService
+from svc_monitor.anomaly.store import AnomalyStore
+from svc_monitor.config import Settings, StorageType
+from svc_monitor.embedded import EmbeddedValkey
+from svc_monitor.engine.info import ParsedInfo, parse_info
+from svc_monitor.events import EventBus
+from svc_monitor.polling.models import Observation
+from svc_monitor.runtime_settings.service import RuntimeSettingsService
+from svc_monitor.storage.database import Database
+
+COUNTERS = (
+    "total_commands_processed",
+    "total_connections_received",
+    "keyspace_hits",
+    "keyspace_misses",
+    "expired_keys",
+    "total_net_input_bytes",
+    "total_net_output_bytes",
+)
+
+
+def capture() -> str:
+    server = EmbeddedValkey()
+    server.start()
+    try:
+        with socket.create_connection(("127.0.0.1", server.port)) as sock:
+            # Some traffic, so INFO's commandstats and keyspace are not empty: inline
+            # commands, their replies read all at once.
+            sock.sendall(
+                b"".join(
+                    b"SET key:%d %s\r\nGET key:%d\r\n" % (i, b"x" * 100, i) for i in range(1000)
+                )
+            )
+            expected = 1000 * len(b"+OK\r\n") + 1000 * len(b"$100\r\n" + b"x" * 100 + b"\r\n")
+            received = 0
+            while received < expected:
+                received += len(sock.recv(1 << 20))
+            sock.sendall(b"INFO everything\r\n")
+            reply = sock.recv(65536)
+            header, _, body = reply.partition(b"\r\n")
+            size = int(header[1:])  # a bulk string: $<length>\r\n<body>\r\n
+            while len(body) < size:
+                body += sock.recv(65536)
+        return body[:size].decode()
+    finally:
+        server.stop()
+
+
+def samples(info: str, count: int) -> list[ParsedInfo]:
+    """`count` distinct INFO replies, counters advancing ~1000/s with 5 % jitter."""
+    rng = random.Random(7)
+    totals = dict.fromkeys(COUNTERS, 1_000_000)
+    out = []
+    for _ in range(count):
+        text = info
+        for name in COUNTERS:
+            totals[name] += int(1000 * rng.uniform(0.95, 1.05))
+            text = re.sub(rf"^{name}:.*$", f"{name}:{totals[name]}\r", text, flags=re.M)
+        out.append(parse_info(text))
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--observations", type=int, default=20_000)
+    parser.add_argument("--connections", type=int, default=10)
+    args = parser.parse_args()
+    info = capture()
+    settings = Settings(_env_file=None, STORAGE_TYPE=StorageType.MEMORY)
+    bus = EventBus()
+    service = AnomalyService(
+        AnomalyStore(Database.from_settings(settings)),
+        bus,
+        settings,
+        RuntimeSettingsService(None, settings, bus),  # type: ignore[arg-type]
+        allowed=lambda: True,
+    )
+    pool = samples(info, 400)
+    ids = [f"conn-{i}" for i in range(args.connections)]
+    at = 1_700_000_000_000
+    for i in range(300):  # warm every buffer past READY_AT
+        at += 1000
+        for cid in ids:
+            service.watch(Observation(cid, at, pool[i % len(pool)]))
+    # Parsing is the poller's cost, not ours (bench/info_parse.py): sections parse lazily,
+    # so parse every section of every sample before the clock starts.
+    for parsed in pool:
+        for name in parsed.sections:
+            parsed.sections[name]
+    elapsed = 0.0
+    rounds = args.observations // args.connections
+    for i in range(rounds):
+        at += 1000
+        observations = [Observation(cid, at, pool[(300 + i) % len(pool)]) for cid in ids]
+        start = time.perf_counter()
+        for observation in observations:
+            service.watch(observation)
+        elapsed += time.perf_counter() - start
+    per = elapsed / (rounds * len(ids)) * 1e6
+    print(f"anomaly detectors: {per:.1f} us per connection per observation (target < 50)")
+    print(
+        f"({len(service.buffers(ids[0]))} z-score metrics; {service.pending_detections} detections)"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,152 @@
+"""Correlated groups: a connection's detections each within CORRELATION_WINDOW_MS of the
+one before (service.py) are one group, matched to the first pattern in PATTERNS whose
+rule holds.
+
+Order matters: the most specific explanation first (memory up with evictions is memory
+pressure even when ops rose too; ops with clients or network is a traffic burst).
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from svc_monitor.anomaly.models import Detection, Pattern
+
+CORRELATION_WINDOW_MS = 5_000
+
+Seen = dict[str, str]  # metric -> kind (spike | drop) in the group
+
+
+def _up(seen: Seen, *metrics: str) -> bool:
+    return any(seen.get(m) == "spike" for m in metrics)
+
+
+def _down(seen: Seen, *metrics: str) -> bool:
+    return any(seen.get(m) == "drop" for m in metrics)
+
+
+_OPS = ("ops_per_sec", "commands_rate")
+_MEMORY = ("memory_used", "memory_rss")
+_NETWORK = ("network_in", "network_out")
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    pattern: Pattern
+    holds: Callable[[Seen], bool]
+
+
+def _rule(name: str, diagnosis: str, next_step: str, holds: Callable[[Seen], bool]) -> Rule:
+    return Rule(Pattern(name, diagnosis, next_step), holds)
+
+
+PATTERNS: tuple[Rule, ...] = (
+    _rule(
+        "auth_attack",
+        "Many ACL denials at once: a client is guessing passwords or using commands or keys "
+        "it is not allowed.",
+        "Check the ACL audit trail for the client addresses and users; block or fix them.",
+        lambda s: _up(s, "acl_denied"),
+    ),
+    _rule(
+        "failover",
+        "The instance changed role or lost its primary: a failover or a broken replication link.",
+        "Check the primary's health and the replication page; confirm clients follow the "
+        "new primary.",
+        lambda s: "role_change" in s or "master_link" in s,
+    ),
+    _rule(
+        "memory_pressure",
+        "Memory rose sharply and keys are being evicted: the dataset no longer fits in maxmemory.",
+        "Find what grew (Key Analytics), raise maxmemory or add TTLs; check the eviction "
+        "policy suits the data.",
+        lambda s: _up(s, *_MEMORY) and _up(s, "evictions"),
+    ),
+    _rule(
+        "cache_thrashing",
+        "Evictions with more misses: keys are evicted and then asked for again.",
+        "Raise maxmemory or cut the working set; compare the hit ratio before and after.",
+        lambda s: _up(s, "evictions") and (_up(s, "keyspace_misses") or _down(s, "hit_ratio")),
+    ),
+    _rule(
+        "bulk_write",
+        "Commands and memory rose together without evictions: a bulk load or batch job.",
+        "Check which client is writing (Clients page); confirm the job is expected and that "
+        "memory has room for it.",
+        lambda s: _up(s, *_OPS) and _up(s, *_MEMORY),
+    ),
+    _rule(
+        "traffic_burst",
+        "More commands together with more clients or network traffic: a burst of load.",
+        "Check whether the load is expected (a deploy, a batch, a retry storm) and whether "
+        "latency held.",
+        lambda s: (
+            _up(s, *_OPS)
+            and (_up(s, "connected_clients", "connections_received") or _up(s, *_NETWORK))
+        ),
+    ),
+    _rule(
+        "connection_storm",
+        "Connections are refused or close to maxclients.",
+        "Look for a client opening connections without reusing them; raise maxclients or "
+        "fix the pool size.",
+        lambda s: _up(s, "rejected_connections") or "client_lockout" in s,
+    ),
+    _rule(
+        "connection_leak",
+        "Clients rose without more commands: connections are opened and left idle.",
+        "List idle clients by name and address (Clients page) and fix the pool that leaks.",
+        lambda s: _up(s, "connected_clients", "connections_received") and not _up(s, *_OPS),
+    ),
+    _rule(
+        "memory_pressure",
+        "Memory rose sharply, evictions or fragmentation on their own.",
+        "Check used memory against maxmemory; for fragmentation consider MEMORY PURGE or "
+        "activedefrag.",
+        lambda s: _up(s, "evictions", "fragmentation", *_MEMORY),
+    ),
+    _rule(
+        "traffic_burst",
+        "Commands or network traffic rose sharply.",
+        "Check which clients and commands grew (Commandstats, Clients).",
+        lambda s: _up(s, *_OPS, *_NETWORK),
+    ),
+    _rule(
+        "traffic_drop",
+        "Commands, clients or traffic fell sharply: clients may have lost the instance.",
+        "Check the application side: deploys, network paths, DNS.",
+        lambda s: _down(s, *_OPS, *_NETWORK, "connected_clients"),
+    ),
+    _rule(
+        "replication_lag",
+        "A replica fell behind its primary.",
+        "Check the replica's network and load, and the primary's replication backlog.",
+        lambda s: _up(s, "replication_offset_lag", "master_last_io"),
+    ),
+    _rule(
+        "cpu_saturation",
+        "CPU use rose sharply.",
+        "Look for slow or expensive commands (Slow Log, Commandstats) and forks.",
+        lambda s: _up(s, "cpu_sys", "cpu_user", "latest_fork_usec"),
+    ),
+    _rule(
+        "data_loss",
+        "The number of keys fell sharply.",
+        "Check for FLUSHALL/FLUSHDB, a restart without persistence, or mass deletes.",
+        lambda s: _down(s, "keys"),
+    ),
+)
+UNKNOWN = Pattern(
+    "unknown",
+    "Unusual values without a known pattern.",
+    "Open the metrics around this time and compare with the connection's normal.",
+)
+
+
+def match(detections: list[Detection]) -> Pattern:
+    seen: Seen = {}
+    for d in detections:
+        seen.setdefault(d.metric, d.kind)
+    for rule in PATTERNS:
+        if rule.holds(seen):
+            return rule.pattern
+    return UNKNOWN

@@ -1,0 +1,294 @@
+"""Anomaly detection (Pro): z-score and rule detectors on every INFO observation, their
+detections correlated into groups, stored, and one `anomaly.detected` per group.
+
+`watch` is an Observer watcher (polling/observe.py): synchronous and cheap, it runs the
+connection's detectors (detectors.py) and puts what they find into the connection's open
+correlation window. A window closes once an observation of the same connection is
+CORRELATION_WINDOW_MS (5 s) past its latest detection (the peer counts from the first:
+memory_rss trails used_memory by a few polls on a burst and became a second group of
+one), or MAX_WINDOW_MS (30 s) past its first, or, when the connection went quiet, twice
+the window in wall time. `flush` (every second, from `run`) stores each closed window
+as one group with its events, and publishes one AnomalyDetected for it: webhooks and
+OTLP logs get one event per group, never one per sample.
+
+Times are the observations' own (`received_at_ms`), so a test can feed recorded INFO
+with a simulated clock. The Prometheus summary is rebuilt every
+anomalyPrometheusIntervalMs; detections stay in memory for anomalyCacheTtlMs (the
+`_current` families count the unresolved ones). ANOMALY_DETECTION_ENABLED=false or a
+tier without anomaly detection: nothing is judged, and the routes answer 403/404.
+"""
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import Counter, deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from svc_monitor.anomaly.detectors import METRICS, ConnectionDetectors
+from svc_monitor.anomaly.models import SEVERITY_RANK, BufferState, Detection, Window
+from svc_monitor.anomaly.patterns import CORRELATION_WINDOW_MS, match
+from svc_monitor.anomaly.store import AnomalyStore
+from svc_monitor.config import Settings
+from svc_monitor.errors import NotFound
+from svc_monitor.events import AnomalyDetected, ConnectionsChanged, EventBus
+from svc_monitor.polling.models import Observation
+from svc_monitor.runtime_settings.service import RuntimeSettingsService
+
+logger = logging.getLogger(__name__)
+
+FLUSH_EVERY_S = 1.0
+MAX_WINDOW_MS = 30_000
+
+
+class AnomalyDetectionDisabled(NotFound):
+    def __init__(self) -> None:
+        super().__init__("anomaly detection is turned off (ANOMALY_DETECTION_ENABLED=false)")
+
+
+class AnomalyNotFound(NotFound):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class _Cached:
+    connection_id: str
+    metric: str
+    severity: str
+    group_id: int
+    at_ms: int
+
+
+@dataclass(slots=True)
+class Summary:
+    """What the Prometheus families show, rebuilt every anomalyPrometheusIntervalMs."""
+
+    events_total: Counter[tuple[str, str, str]] = field(default_factory=Counter)
+    groups_total: Counter[str] = field(default_factory=Counter)
+    current_by_severity: Counter[tuple[str, str]] = field(default_factory=Counter)
+    current_by_metric: Counter[tuple[str, str]] = field(default_factory=Counter)
+    groups_by_severity: Counter[tuple[str, str]] = field(default_factory=Counter)
+    groups_by_pattern: Counter[tuple[str, str]] = field(default_factory=Counter)
+    buffers: dict[str, list[BufferState]] = field(default_factory=dict)
+
+
+class AnomalyService:
+    """The detectors of every connection, the correlation windows, and their storage."""
+
+    def __init__(
+        self,
+        store: AnomalyStore,
+        bus: EventBus,
+        settings: Settings,
+        runtime_settings: RuntimeSettingsService,
+        *,
+        allowed: Callable[[], bool],
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._store = store
+        self._bus = bus
+        self._enabled = settings.ANOMALY_DETECTION_ENABLED
+        self._runtime = runtime_settings
+        self._allowed = allowed
+        self._monotonic = monotonic
+        self._detectors: dict[str, ConnectionDetectors] = {}
+        self._open: dict[str, Window] = {}
+        self._closed: list[Window] = []
+        self._cache: deque[_Cached] = deque()
+        self._cache_ttl_ms = settings.ANOMALY_CACHE_TTL_MS
+        self._resolved_groups: set[int] = set()
+        # Totals since start: counters by (connection, metric, severity) and (connection, pattern).
+        self._events_total: Counter[tuple[str, str, str]] = Counter()
+        self._groups_total: Counter[tuple[str, str, str]] = Counter()
+        self.summary = Summary()
+        self.groups_published = 0
+
+    @property
+    def enabled(self) -> bool:
+        return self._enabled
+
+    @property
+    def pending_detections(self) -> int:
+        """Detections in windows not yet flushed."""
+        return sum(len(w.detections) for w in (*self._open.values(), *self._closed))
+
+    # --- the pipe ---
+
+    def watch(self, observation: Observation) -> None:
+        """Judge one observation (an Observer watcher); cluster nodes' own are left out."""
+        if not self._enabled or observation.node is not None or not self._allowed():
+            return
+        connection_id, at = observation.connection_id, observation.received_at_ms
+        detectors = self._detectors.get(connection_id)
+        if detectors is None:
+            detectors = self._detectors[connection_id] = ConnectionDetectors(connection_id)
+        found = detectors.observe(observation.info, at)
+        window = self._open.get(connection_id)
+        if window is not None and (
+            at - window.last_ms >= CORRELATION_WINDOW_MS or at - window.started_ms >= MAX_WINDOW_MS
+        ):
+            self._closed.append(self._open.pop(connection_id))
+            window = None
+        if not found:
+            return
+        if window is None:
+            window = self._open[connection_id] = Window(at, self._monotonic())
+        window.detections.extend(found)
+        window.last_ms = at
+        window.opened_monotonic = self._monotonic()
+
+    def forget(self, connection_id: str) -> None:
+        """The connection was edited or removed: its baselines start over."""
+        self._detectors.pop(connection_id, None)
+        self._open.pop(connection_id, None)
+
+    async def flush(self, *, everything: bool = False) -> int:
+        """Store and publish every closed window (with `everything`, the open ones too);
+        the number of groups published."""
+        limit = 2 * CORRELATION_WINDOW_MS / 1000
+        now = self._monotonic()
+        for connection_id, window in list(self._open.items()):
+            if everything or now - window.opened_monotonic >= limit:
+                self._closed.append(self._open.pop(connection_id))
+        closed, self._closed = self._closed, []
+        for window in closed:
+            await self._publish(window.detections)
+        return len(closed)
+
+    async def _publish(self, detections: list[Detection]) -> None:
+        pattern = match(detections)
+        strongest = max(detections, key=lambda d: (SEVERITY_RANK[d.severity], abs(d.z_score)))
+        severity = strongest.severity
+        group_id = await self._store.save_group(detections, pattern=pattern, severity=severity)
+        connection_id = strongest.connection_id
+        for d in detections:
+            self._events_total[(connection_id, d.metric, d.severity)] += 1
+            self._cache.append(_Cached(connection_id, d.metric, d.severity, group_id, d.at_ms))
+        self._groups_total[(connection_id, pattern.name, severity)] += 1
+        metrics = list(dict.fromkeys(d.metric for d in detections))
+        self._bus.publish(
+            AnomalyDetected(
+                connection_id=connection_id,
+                at_ms=detections[0].at_ms,
+                anomaly_id=str(group_id),
+                metric_type=strongest.metric,
+                anomaly_type=strongest.kind,
+                severity=severity,
+                value=strongest.value,
+                baseline=strongest.baseline,
+                std_dev=strongest.stddev,
+                z_score=strongest.z_score,
+                threshold=strongest.threshold,
+                message=(
+                    f"{pattern.name}: {pattern.diagnosis} Next: {pattern.recommendation} "
+                    f"({', '.join(metrics)}; strongest: {strongest.message})"
+                ),
+                pattern=pattern.name,
+                related_metrics=tuple(metrics),
+            )
+        )
+        self.groups_published += 1
+        logger.info("anomaly group %s on %s: %s", group_id, connection_id, pattern.name)
+
+    # --- background ---
+
+    async def run(self) -> None:
+        """Flush every second; rebuild the summary every anomalyPrometheusIntervalMs;
+        forget a connection's baselines when it is edited or removed."""
+        changes = self._bus.subscribe(
+            "anomaly-connections", maxsize=1000, kinds=(ConnectionsChanged,)
+        )
+        next_summary = 0.0
+        try:
+            while True:
+                for event in changes.pending():
+                    if isinstance(event, ConnectionsChanged):
+                        self.forget(event.connection_id)
+                try:
+                    await self.flush()
+                    if self._monotonic() >= next_summary:
+                        values = await self._runtime.current()
+                        self._cache_ttl_ms = values.anomalyCacheTtlMs
+                        self.refresh_summary()
+                        next_summary = self._monotonic() + values.anomalyPrometheusIntervalMs / 1000
+                except Exception:  # a storage hiccup: the next pass tries again
+                    logger.exception("anomaly flush failed")
+                await asyncio.sleep(FLUSH_EVERY_S)
+        finally:
+            with contextlib.suppress(ValueError):
+                self._bus.unsubscribe(changes)
+
+    def refresh_summary(self, *, now_ms: int | None = None) -> Summary:
+        """Rebuild what the Prometheus families show (the loop does it on its interval)."""
+        now = now_ms if now_ms is not None else int(time.time() * 1000)
+        cache = self._cache
+        while cache and now - cache[0].at_ms > self._cache_ttl_ms:
+            cache.popleft()
+        summary = Summary(events_total=Counter(self._events_total))
+        groups: dict[int, tuple[str, str]] = {}
+        for c in cache:
+            if c.group_id in self._resolved_groups:
+                continue
+            summary.current_by_severity[(c.connection_id, c.severity)] += 1
+            summary.current_by_metric[(c.connection_id, c.metric)] += 1
+            groups[c.group_id] = (c.connection_id, c.severity)
+        for (connection_id, pattern, severity), count in self._groups_total.items():
+            summary.groups_total[connection_id] += count
+            summary.groups_by_pattern[(connection_id, pattern)] += count
+            summary.groups_by_severity[(connection_id, severity)] += count
+        summary.buffers = {cid: d.buffer_states() for cid, d in self._detectors.items()}
+        self.summary = summary
+        return summary
+
+    # --- reads and resolves (api.py) ---
+
+    def _check(self) -> None:
+        if not self._enabled:
+            raise AnomalyDetectionDisabled()
+
+    async def events(self, connection_id: str, **filters: Any) -> list[Any]:
+        self._check()
+        return list(await self._store.events(connection_id, **filters))
+
+    async def groups(self, connection_id: str, **filters: Any) -> list[Any]:
+        self._check()
+        return list(await self._store.groups(connection_id, **filters))
+
+    async def group_events(self, connection_id: str, group_id: int) -> list[Any]:
+        return list(
+            await self._store.events(
+                connection_id,
+                since=None,
+                until=None,
+                metric=None,
+                severity=None,
+                resolved=None,
+                group_id=group_id,
+                limit=1000,
+            )
+        )
+
+    def buffers(self, connection_id: str) -> list[BufferState]:
+        """Every metric's buffer of the connection (empty ones before its first INFO)."""
+        self._check()
+        detectors = self._detectors.get(connection_id)
+        if detectors is None:
+            return [BufferState(spec.name, 0, False, None, None) for spec in METRICS]
+        return detectors.buffer_states()
+
+    async def resolve_event(self, connection_id: str, event_id: int) -> None:
+        self._check()
+        if not await self._store.resolve_event(connection_id, event_id, at_ms=_now_ms()):
+            raise AnomalyNotFound(f"no anomaly event {event_id} on this connection")
+
+    async def resolve_group(self, connection_id: str, group_id: int) -> None:
+        self._check()
+        if not await self._store.resolve_group(connection_id, group_id, at_ms=_now_ms()):
+            raise AnomalyNotFound(f"no anomaly group {group_id} on this connection")
+        self._resolved_groups.add(group_id)
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
