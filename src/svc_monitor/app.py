@@ -110,6 +110,13 @@ increases, totals, clusterState, knownNodes, message, timestamp}` (`increases` a
 `alertThresholdMs x 1.1`: `{metricKind, currentValue, ceiling, timeToLimitMs, growthRate,
 alertThresholdMs, message, timestamp}` (`growthRate` in the metric's units per hour).
 
+`failover.started` (pro) fires when anomaly detection sees a primary become a replica,
+`failover.completed` (pro) when a replica becomes a primary: `{previousRole, newRole,
+message, timestamp}` (roles `primary` / `replica`). `data.loss.detected` (pro) fires when
+a primary restarted empty (`kind` `primary_restarted_empty`) or a replica's keys were wiped
+by a full sync from a new replication history (`replica_wiped`): `{kind, previousKeys,
+currentKeys, previousReplid, newReplid, connectedSlaves, role, message, timestamp}`.
+
 `cve.detected` (community; named by us) fires once per CVE or advisory newly found for a
 connection's engine version (cve/), never again on rescans: `{cveId, ghsa, severity,
 cvss, kev, engine, version, fixedIn, summary, message, timestamp}`."""

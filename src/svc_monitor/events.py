@@ -255,6 +255,36 @@ class AnomalyDetected(InstanceEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class FailoverStarted(InstanceEvent):
+    """A primary became a replica (the anomaly detector's role-change rule)."""
+
+    previous_role: str  # primary | replica
+    new_role: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FailoverCompleted(InstanceEvent):
+    """A replica became a primary: promoted (the anomaly detector's role-change rule)."""
+
+    previous_role: str
+    new_role: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DataLossDetected(InstanceEvent):
+    """The dataset vanished: a primary restarted empty, or a replica was wiped by a full
+    sync from a new primary (anomaly/detectors.py, rules A and B)."""
+
+    kind: str  # primary_restarted_empty | replica_wiped
+    previous_keys: int
+    current_keys: int
+    previous_replid: str | None
+    new_replid: str | None
+    connected_slaves: int | None
+    role: str  # primary | replica
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class MetricForecastLimit(InstanceEvent):
     """A metric's projected time to its ceiling fell to its alert threshold or under
     (forecast/service.py); published once per crossing, the forecast keeps the hysteresis."""

@@ -190,3 +190,29 @@ class TestMemoryPressure:
             )
             == 1
         )
+
+
+class TestRegistryChanges:
+    async def test_a_change_read_late_keeps_samples_taken_after_it(
+        self, pro: RunningApp, small: RunningServer
+    ):
+        """The loop reads ConnectionsChanged up to a second late: creating a connection
+        must not throw away the samples its first second already brought."""
+        connection = await push_connection(pro)  # publishes ConnectionsChanged
+        anomaly = pro.app.state.features.anomaly
+        feeder = Feeder(anomaly, connection, small)
+        feeder.observe()
+        feeder.observe()
+
+        service: AnomalyService = anomaly
+
+        def samples() -> int:
+            return max(state.samples for state in service.buffers(connection))
+
+        assert samples() > 0
+        await asyncio.sleep(2.5)  # the loop has now read the creation
+        assert samples() > 0
+        edited = await pro.client.put(f"/api/connections/{connection}", json={"name": "renamed"})
+        assert edited.status_code == 200, edited.text
+        await asyncio.sleep(2.5)  # an edit after the samples: the baselines start over
+        assert samples() == 0

@@ -99,10 +99,11 @@ class TestTierTable:
             "client.blocked", "cve.detected",  # the last one ours (issue 10): free, as the scan
         ]  # fmt: skip
         # the spec's pro events, our cluster.bus.corruption (issue 8) beside cluster.failover,
-        # and metric_forecast.limit (issue 10)
+        # and metric_forecast.limit, failover.* and data.loss.detected (issue 10)
         assert set(allowed_events(Tier.PRO)) - set(allowed_events(Tier.COMMUNITY)) == {
             "slowlog.threshold", "replication.lag", "cluster.failover", "cluster.bus.corruption",
             "anomaly.detected", "latency.spike", "connection.spike", "metric_forecast.limit",
+            "failover.started", "failover.completed", "data.loss.detected",
         }  # fmt: skip
         assert "cluster.bus.corruption" in locked_events(Tier.COMMUNITY)
         assert "cluster.bus.corruption" in allowed_events(Tier.PRO)

@@ -43,6 +43,9 @@ class TestSeverity:
             ),
             ("anomaly.detected", {"severity": "critical"}, 17, "ERROR"),
             ("anomaly.detected", {"severity": "info"}, 9, "INFO"),
+            ("failover.started", {}, 17, "ERROR"),
+            ("failover.completed", {}, 13, "WARN"),
+            ("data.loss.detected", {}, 17, "ERROR"),
             ("compliance.alert", {"severity": "warning"}, 13, "WARN"),
         ],
     )

@@ -20,24 +20,22 @@ mean. A detection needs `consecutive` qualifying samples in the same direction; 
 fires, that metric is quiet for its cooldown. Drops count only for metrics where a fall
 is news (ops, clients, network, hit ratio, keys).
 
-Rule detectors (no baseline): a replica's master link going down (critical), the role
-changing (critical; a failover), and clients at 85 % of maxclients for 3 observations
-in a row (warning; critical at 95 %).
+Rule detectors (no baseline) live in rules.py: master link, role change (failover),
+client lockout, data loss, a stuck persistence child, memory overhead.
 """
 
 import math
 from collections import deque
 
 from svc_monitor.anomaly.models import BufferState, Detection, Kind, MetricSpec, Severity
+from svc_monitor.anomaly.rules import RULES, RuleDetectors, total_keys
 from svc_monitor.engine.info import FieldValue, ParsedInfo, parse_subfields
+
+__all__ = ["METRICS", "READY_AT", "RULES", "WINDOW", "ConnectionDetectors"]
 
 WINDOW = 300
 READY_AT = 30
 MIB = 1024 * 1024
-LOCKOUT_WARNING = 0.85
-LOCKOUT_CRITICAL = 0.95
-LOCKOUT_CONSECUTIVE = 3
-RULE_COOLDOWN_MS = 60_000
 
 
 def _field(section: str, name: str) -> "FieldReader":
@@ -90,19 +88,6 @@ def _offset_of(value: FieldValue) -> float | None:
     fields = value if isinstance(value, dict) else parse_subfields(str(value))
     offset = fields.get("offset")
     return float(offset) if isinstance(offset, int) else None
-
-
-def _keys(info: ParsedInfo) -> float | None:
-    section = info.sections.get("keyspace")
-    if section is None:
-        return None
-    total = 0
-    for value in section.values():
-        fields = value if isinstance(value, dict) else parse_subfields(str(value))
-        keys = fields.get("keys")
-        if isinstance(keys, int):
-            total += keys
-    return float(total)
 
 
 # The z-score metrics. Floors are in the metric's own unit (per second for rates).
@@ -206,7 +191,7 @@ METRICS: tuple[MetricSpec, ...] = (
         "error_replies", _field("stats", "total_error_replies"), "rate", floor_abs=1, floor_rel=0.2
     ),
     MetricSpec("acl_denied", _acl_denied, "rate", consecutive=1, cooldown_ms=30_000, floor_abs=0.5),
-    MetricSpec("keys", _keys, drops=True, floor_abs=100, floor_rel=0.1),
+    MetricSpec("keys", total_keys, drops=True, floor_abs=100, floor_rel=0.1),
     MetricSpec(
         "output_buffer",
         _field("clients", "client_recent_max_output_buffer"),
@@ -215,7 +200,6 @@ METRICS: tuple[MetricSpec, ...] = (
     ),
     MetricSpec("latest_fork_usec", _field("stats", "latest_fork_usec"), floor_abs=10_000),
 )
-RULES = ("master_link", "role_change", "client_lockout")
 
 
 class MetricBuffer:
@@ -272,10 +256,7 @@ class ConnectionDetectors:
         self.buffers: dict[str, MetricBuffer] = {spec.name: MetricBuffer() for spec in METRICS}
         self._previous: dict[str, float] = {}
         self._previous_at = 0
-        self._role: str | None = None
-        self._link_up: bool | None = None
-        self._lockout_run = 0
-        self._rule_cooldown: dict[str, int] = {}
+        self._rules = RuleDetectors(connection_id)
 
     def observe(self, info: ParsedInfo, at_ms: int) -> list[Detection]:
         found: list[Detection] = []
@@ -296,7 +277,7 @@ class ConnectionDetectors:
                     found.append(detection)
         self._previous = current
         self._previous_at = at_ms
-        self._rules(info, at_ms, found)
+        self._rules.observe(info, at_ms, found)
         return found
 
     @staticmethod
@@ -364,51 +345,6 @@ class ConnectionDetectors:
             threshold=spec.warning_z,
             at_ms=at_ms,
             message=_message(spec.name, kind, severity, value, mean, z),
-        )
-
-    def _rules(self, info: ParsedInfo, at_ms: int, found: list[Detection]) -> None:
-        role = info.get_str("replication", "role")
-        if role is not None:
-            if self._role is not None and role != self._role:
-                found.append(
-                    self._rule("role_change", "critical", at_ms, f"role {self._role} -> {role}")
-                )
-            self._role = role
-        status = info.get_str("replication", "master_link_status")
-        link_up = None if status is None else status == "up"
-        if self._link_up and link_up is False:
-            found.append(self._rule("master_link", "critical", at_ms, "master link went down", 0.0))
-        self._link_up = link_up
-        connected = info.get_float("clients", "connected_clients")
-        maxclients = info.get_float("clients", "maxclients")
-        if connected is None or not maxclients:
-            return
-        share = connected / maxclients
-        self._lockout_run = self._lockout_run + 1 if share >= LOCKOUT_WARNING else 0
-        if self._lockout_run >= LOCKOUT_CONSECUTIVE and at_ms >= self._rule_cooldown.get(
-            "client_lockout", 0
-        ):
-            severity: Severity = "critical" if share >= LOCKOUT_CRITICAL else "warning"
-            text = f"{connected:.0f} of {maxclients:.0f} clients ({share:.0%})"
-            found.append(self._rule("client_lockout", severity, at_ms, text, share))
-            self._lockout_run = 0
-
-    def _rule(
-        self, metric: str, severity: Severity, at_ms: int, what: str, value: float = 1.0
-    ) -> Detection:
-        self._rule_cooldown[metric] = at_ms + RULE_COOLDOWN_MS
-        return Detection(
-            connection_id=self.connection_id,
-            metric=metric,
-            kind="drop" if metric == "master_link" else "spike",
-            severity=severity,
-            value=value,
-            baseline=0.0,
-            stddev=0.0,
-            z_score=0.0,
-            threshold=0.0,
-            at_ms=at_ms,
-            message=f"{severity.upper()}: {metric}: {what}",
         )
 
     def buffer_states(self) -> list[BufferState]:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from svc_monitor.engine.info import ParsedInfo
+from svc_monitor.events import InstanceEvent
 
 Severity = Literal["warning", "critical"]
 Kind = Literal["spike", "drop"]
@@ -53,6 +54,10 @@ class Detection:
     threshold: float
     at_ms: int
     message: str
+    # A webhook event of its own that a rule detection carries (failover.started,
+    # data.loss.detected ...): the service publishes it at once, beside the group's
+    # anomaly.detected.
+    notice: InstanceEvent | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -48,11 +48,27 @@ PATTERNS: tuple[Rule, ...] = (
         lambda s: _up(s, "acl_denied"),
     ),
     _rule(
+        "data_loss",
+        "The dataset is gone: a primary restarted without its data, or a replica was wiped "
+        "by a full sync from a primary that had restarted empty.",
+        "Stop writes if you can; restore from a backup or a surviving replica; turn on "
+        "persistence (RDB/AOF) or keep an empty primary from restarting automatically.",
+        lambda s: "data_loss" in s,
+    ),
+    _rule(
         "failover",
         "The instance changed role or lost its primary: a failover or a broken replication link.",
         "Check the primary's health and the replication page; confirm clients follow the "
         "new primary.",
         lambda s: "role_change" in s or "master_link" in s,
+    ),
+    _rule(
+        "persistence_stall",
+        "A BGSAVE or AOF rewrite child is stuck or has run too long: the next snapshot is at "
+        "risk and the fork's copy-on-write memory keeps growing.",
+        "Check the disk (space, latency) and the server log for the child; check memory for "
+        "copy-on-write growth; if it is hung, kill the child process and let the next save run.",
+        lambda s: "persistence_child" in s,
     ),
     _rule(
         "memory_pressure",
@@ -96,6 +112,14 @@ PATTERNS: tuple[Rule, ...] = (
         "Clients rose without more commands: connections are opened and left idle.",
         "List idle clients by name and address (Clients page) and fix the pool that leaks.",
         lambda s: _up(s, "connected_clients", "connections_received") and not _up(s, *_OPS),
+    ),
+    _rule(
+        "memory_overhead",
+        "Server bookkeeping (client output buffers, replication backlog, hash tables) takes a "
+        "large share of memory.",
+        "Check client output buffers (CLIENT LIST omem, slow pub/sub or MONITOR clients), "
+        "repl-backlog-size and MEMORY STATS.",
+        lambda s: "memory_overhead" in s,
     ),
     _rule(
         "memory_pressure",

@@ -9,7 +9,9 @@ memory_rss trails used_memory by a few polls on a burst and became a second grou
 one), or MAX_WINDOW_MS (30 s) past its first, or, when the connection went quiet, twice
 the window in wall time. `flush` (every second, from `run`) stores each closed window
 as one group with its events, and publishes one AnomalyDetected for it: webhooks and
-OTLP logs get one event per group, never one per sample.
+OTLP logs get one event per group, never one per sample. A rule detection that is an
+event of its own (failover.started/completed, data.loss.detected) is published as it is
+found, beside its group's anomaly.detected.
 
 Times are the observations' own (`received_at_ms`), so a test can feed recorded INFO
 with a simulated clock. The Prometheus summary is rebuilt every
@@ -94,6 +96,9 @@ class AnomalyService:
         self._allowed = allowed
         self._monotonic = monotonic
         self._detectors: dict[str, ConnectionDetectors] = {}
+        # When each connection's detectors began (wall ms): a registry change published
+        # before that is already reflected, whenever the loop gets to it.
+        self._started_ms: dict[str, int] = {}
         self._open: dict[str, Window] = {}
         self._closed: list[Window] = []
         self._cache: deque[_Cached] = deque()
@@ -124,7 +129,11 @@ class AnomalyService:
         detectors = self._detectors.get(connection_id)
         if detectors is None:
             detectors = self._detectors[connection_id] = ConnectionDetectors(connection_id)
+            self._started_ms[connection_id] = _now_ms()
         found = detectors.observe(observation.info, at)
+        for detection in found:
+            if detection.notice is not None:  # failover.*, data.loss.detected: now, not per group
+                self._bus.publish(detection.notice)
         window = self._open.get(connection_id)
         if window is not None and (
             at - window.last_ms >= CORRELATION_WINDOW_MS or at - window.started_ms >= MAX_WINDOW_MS
@@ -139,9 +148,15 @@ class AnomalyService:
         window.last_ms = at
         window.opened_monotonic = self._monotonic()
 
-    def forget(self, connection_id: str) -> None:
-        """The connection was edited or removed: its baselines start over."""
+    def forget(self, connection_id: str, *, changed_at_ms: int | None = None) -> None:
+        """The connection was edited or removed: its baselines start over. With
+        `changed_at_ms` (the change's time), detectors begun after the change are kept:
+        the loop reads changes up to a second late, and a new connection's first
+        samples must not be thrown away then."""
+        if changed_at_ms is not None and self._started_ms.get(connection_id, -1) >= changed_at_ms:
+            return
         self._detectors.pop(connection_id, None)
+        self._started_ms.pop(connection_id, None)
         self._open.pop(connection_id, None)
 
     async def flush(self, *, everything: bool = False) -> int:
@@ -205,7 +220,7 @@ class AnomalyService:
             while True:
                 for event in changes.pending():
                     if isinstance(event, ConnectionsChanged):
-                        self.forget(event.connection_id)
+                        self.forget(event.connection_id, changed_at_ms=event.at_ms)
                 try:
                     await self.flush()
                     if self._monotonic() >= next_summary:

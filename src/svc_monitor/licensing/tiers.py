@@ -77,6 +77,11 @@ WEBHOOK_EVENT_TIERS: dict[str, Tier] = {
     # capacity forecasting (forecast/): a metric's projected time to its ceiling fell
     # under its alert threshold
     "metric_forecast.limit": Tier.PRO,
+    # anomaly detection's rule detectors (anomaly/detectors.py): a role change, and a
+    # primary restarted empty or a replica wiped
+    "failover.started": Tier.PRO,
+    "failover.completed": Tier.PRO,
+    "data.loss.detected": Tier.PRO,
     # Named by us, like cluster.bus.corruption (anomaly.detected's shape). Community: CVE
     # scanning is free on every tier, and being told a server is exploitable must not be
     # a paid extra.

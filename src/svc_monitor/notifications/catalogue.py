@@ -8,7 +8,9 @@ Two kinds of notification come out of an event:
 - occurrences (instance.down/up, client.blocked, cluster.failover, cluster.bus.corruption,
   anomaly.detected, acl.violation, audit.policy.violation, acl.modified, config.changed,
   metric_forecast.limit: its detector keeps its own hysteresis; cve.detected: the scanner
-  publishes it once per advisory and connection) fire every time;
+  publishes it once per advisory and connection; failover.started/completed and
+  data.loss.detected: the anomaly detector publishes them once per transition) fire every
+  time;
 - threshold notifications come from readings (memory, clients, replication, slow log,
   latency): each carries the measured value and, per webhook, the level it is judged
   against (that webhook's `thresholds`, or the automatic baseline when a spike
@@ -35,7 +37,10 @@ from svc_monitor.events import (
     ClusterStateChanged,
     ConfigChanged,
     CveDetected,
+    DataLossDetected,
     Event,
+    FailoverCompleted,
+    FailoverStarted,
     InstanceDown,
     InstanceUp,
     LatencyReading,
@@ -381,6 +386,43 @@ def _forecast_limit(e: Any) -> list[Candidate]:
     return [Occurrence("metric_forecast.limit", data)]
 
 
+def _failover(e: Any) -> list[Candidate]:
+    assert isinstance(e, FailoverStarted | FailoverCompleted)
+    started = isinstance(e, FailoverStarted)
+    data = {
+        "previousRole": e.previous_role,
+        "newRole": e.new_role,
+        "message": (
+            f"Node stepped down from {e.previous_role} to {e.new_role}: failover started"
+            if started
+            else f"Node promoted from {e.previous_role} to {e.new_role}: failover completed"
+        ),
+        "timestamp": e.at_ms,
+    }
+    return [Occurrence("failover.started" if started else "failover.completed", data)]
+
+
+def _data_loss(e: Any) -> list[Candidate]:
+    assert isinstance(e, DataLossDetected)
+    what = (
+        "primary restarted empty"
+        if e.kind == "primary_restarted_empty"
+        else "replica wiped by a full sync from a new primary"
+    )
+    data = {
+        "kind": e.kind,
+        "previousKeys": e.previous_keys,
+        "currentKeys": e.current_keys,
+        "previousReplid": e.previous_replid,
+        "newReplid": e.new_replid,
+        "connectedSlaves": e.connected_slaves,
+        "role": e.role,
+        "message": f"Data loss: {what} ({e.previous_keys} keys -> {e.current_keys})",
+        "timestamp": e.at_ms,
+    }
+    return [Occurrence("data.loss.detected", data)]
+
+
 def _number(value: float) -> str:
     """1.5 as 1.5, a byte ceiling as 536870912 (not :g's 5.36871e+08)."""
     return f"{value:.0f}" if value.is_integer() else f"{value:g}"
@@ -426,5 +468,8 @@ _BUILDERS: dict[type, Callable[[Any], list[Candidate]]] = {
     ConfigChanged: _config_changed,
     AnomalyDetected: _anomaly,
     MetricForecastLimit: _forecast_limit,
+    FailoverStarted: _failover,
+    FailoverCompleted: _failover,
+    DataLossDetected: _data_loss,
     CveDetected: _cve,
 }

@@ -61,6 +61,10 @@ SEVERITY: dict[str, Severity] = {
     "latency.spike": WARN,
     "connection.spike": WARN,
     "metric_forecast.limit": WARN,
+    # a primary stepping down, and lost data, are errors; a promotion is the failover's end
+    "failover.started": ERROR,
+    "failover.completed": WARN,
+    "data.loss.detected": ERROR,
     "compliance.alert": WARN,
     "audit.policy.violation": WARN,
     "acl.violation": WARN,
