@@ -131,7 +131,7 @@ def build_features(services: Services) -> tuple[Features, list[PollKind]]:
         CommandstatsPoller(
             commandstats, latency=LatencyDetector(services.bus), live_state=live_state
         ).kind(),
-        LatencyPoller(latency).kind(),
+        LatencyPoller(latency, live_state=live_state).kind(),
         cluster_kind(clusters),
         ConfigWatch(services.bus, live_state).kind(),
         KeyAnalyticsPoller(
@@ -211,6 +211,7 @@ def _anomaly(services: Services) -> AnomalyService:
     )
     if anomaly.enabled:
         services.observer.watchers.append(anomaly.watch)
+        services.live_state.fact_watchers.append(anomaly.watch_facts)
 
     def addresses() -> dict[str, str]:
         return {

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from svc_monitor.anomaly.detectors import METRICS, READY_AT
+from svc_monitor.anomaly.feeds import FEED_METRICS
 from svc_monitor.engine.info import parse_info
 from svc_monitor.polling.models import Observation
 from tests.anomaly.info import START_MS, info_text, rewrite, steady_load
@@ -100,7 +101,8 @@ class TestRoutes:
     ):
         connection = await push_connection(pro)
         empty = await get(pro, "/api/anomaly/buffers", connection)
-        assert len(empty["buffers"]) == len(METRICS) >= 20
+        # The INFO metrics, then the slow log's and latency's (listed before their first read).
+        assert len(empty["buffers"]) == len(METRICS) + len(FEED_METRICS) >= 20
         assert all(b["samples"] == 0 and not b["ready"] for b in empty["buffers"])
         anomaly = pro.app.state.features.anomaly
         for i, info in enumerate(steady_load(info_text(valkey_server), READY_AT, seed=4)):

@@ -31,7 +31,15 @@ from svc_monitor.anomaly.models import BufferState, Detection, Kind, MetricSpec,
 from svc_monitor.anomaly.rules import RULES, RuleDetectors, total_keys
 from svc_monitor.engine.info import FieldValue, ParsedInfo, parse_subfields
 
-__all__ = ["METRICS", "READY_AT", "RULES", "WINDOW", "ConnectionDetectors"]
+__all__ = [
+    "METRICS",
+    "READY_AT",
+    "RULES",
+    "WINDOW",
+    "ConnectionDetectors",
+    "MetricBuffer",
+    "judge",
+]
 
 WINDOW = 300
 READY_AT = 30
@@ -272,7 +280,9 @@ class ConnectionDetectors:
                 current[spec.name] = raw
                 value = self._derived(spec, raw, previous, current, info, elapsed_s)
             if value is not None:
-                detection = self._judge(spec, value, at_ms)
+                detection = judge(
+                    self.connection_id, spec.name, spec, self.buffers[spec.name], value, at_ms
+                )
                 if detection is not None:
                     found.append(detection)
         self._previous = current
@@ -310,45 +320,53 @@ class ConnectionDetectors:
         rate = (raw - before) / elapsed_s
         return rate * 100 if spec.name.startswith("cpu_") else rate
 
-    def _judge(self, spec: MetricSpec, value: float, at_ms: int) -> Detection | None:
-        buffer = self.buffers[spec.name]
-        if len(buffer.values) < READY_AT:
-            buffer.add(value)
-            return None
-        mean, stddev = buffer.stats()
-        buffer.add(value)
-        if at_ms < buffer.cooldown_until:
-            return None
-        sigma = max(stddev, spec.floor_abs, spec.floor_rel * abs(mean))
-        z = (value - mean) / sigma if sigma > 0 else 0.0
-        kind: Kind = "spike" if z > 0 else "drop"
-        wanted = spec.drops if kind == "drop" else spec.spikes
-        if abs(z) < spec.warning_z or not wanted:
-            buffer.run = 0
-            return None
-        buffer.run = buffer.run + 1 if buffer.run_kind == kind else 1
-        buffer.run_kind = kind
-        if buffer.run < spec.consecutive:
-            return None
-        buffer.run = 0
-        buffer.cooldown_until = at_ms + spec.cooldown_ms
-        severity: Severity = "critical" if abs(z) >= spec.critical_z else "warning"
-        return Detection(
-            connection_id=self.connection_id,
-            metric=spec.name,
-            kind=kind,
-            severity=severity,
-            value=value,
-            baseline=mean,
-            stddev=stddev,
-            z_score=z,
-            threshold=spec.warning_z,
-            at_ms=at_ms,
-            message=_message(spec.name, kind, severity, value, mean, z),
-        )
-
     def buffer_states(self) -> list[BufferState]:
         return [self.buffers[spec.name].state(spec.name) for spec in METRICS]
+
+
+def judge(
+    connection_id: str,
+    metric: str,
+    spec: MetricSpec,
+    buffer: MetricBuffer,
+    value: float,
+    at_ms: int,
+) -> Detection | None:
+    """`value` against the buffer's baseline by `spec`'s rule, then added to the buffer."""
+    if len(buffer.values) < READY_AT:
+        buffer.add(value)
+        return None
+    mean, stddev = buffer.stats()
+    buffer.add(value)
+    if at_ms < buffer.cooldown_until:
+        return None
+    sigma = max(stddev, spec.floor_abs, spec.floor_rel * abs(mean))
+    z = (value - mean) / sigma if sigma > 0 else 0.0
+    kind: Kind = "spike" if z > 0 else "drop"
+    wanted = spec.drops if kind == "drop" else spec.spikes
+    if abs(z) < spec.warning_z or not wanted:
+        buffer.run = 0
+        return None
+    buffer.run = buffer.run + 1 if buffer.run_kind == kind else 1
+    buffer.run_kind = kind
+    if buffer.run < spec.consecutive:
+        return None
+    buffer.run = 0
+    buffer.cooldown_until = at_ms + spec.cooldown_ms
+    severity: Severity = "critical" if abs(z) >= spec.critical_z else "warning"
+    return Detection(
+        connection_id=connection_id,
+        metric=metric,
+        kind=kind,
+        severity=severity,
+        value=value,
+        baseline=mean,
+        stddev=stddev,
+        z_score=z,
+        threshold=spec.warning_z,
+        at_ms=at_ms,
+        message=_message(metric, kind, severity, value, mean, z),
+    )
 
 
 def _message(

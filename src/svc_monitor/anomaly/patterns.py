@@ -17,14 +17,22 @@ Seen = dict[str, str]  # metric -> kind (spike | drop) in the group
 
 
 def _up(seen: Seen, *metrics: str) -> bool:
-    return any(seen.get(m) == "spike" for m in metrics)
+    return any(_has(seen, m, "spike") for m in metrics)
 
 
 def _down(seen: Seen, *metrics: str) -> bool:
-    return any(seen.get(m) == "drop" for m in metrics)
+    return any(_has(seen, m, "drop") for m in metrics)
 
 
-_OPS = ("ops_per_sec", "commands_rate")
+def _has(seen: Seen, metric: str, kind: str) -> bool:
+    """A name ending in ":" stands for every per-command metric it starts (cmd_calls:get)."""
+    if metric.endswith(":"):
+        return any(k.startswith(metric) and v == kind for k, v in seen.items())
+    return seen.get(metric) == kind
+
+
+_OPS = ("ops_per_sec", "commands_rate", "cmd_calls:")
+_SLOW = ("slowlog_growth", "latency_spike", "cmd_usec:")
 _MEMORY = ("memory_used", "memory_rss")
 _NETWORK = ("network_in", "network_out")
 
@@ -63,6 +71,14 @@ PATTERNS: tuple[Rule, ...] = (
         lambda s: "role_change" in s or "master_link" in s,
     ),
     _rule(
+        "cluster_failure",
+        "The cluster cannot serve every slot, or nodes holding slots are suspected down: "
+        "clients get CLUSTERDOWN or MOVED errors for some keys.",
+        "Open the Cluster page: find the failed or unreachable nodes and whether their "
+        "replicas took over; check the network between nodes (cluster bus port).",
+        lambda s: "cluster_state" in s,
+    ),
+    _rule(
         "persistence_stall",
         "A BGSAVE or AOF rewrite child is stuck or has run too long: the next snapshot is at "
         "risk and the fork's copy-on-write memory keeps growing.",
@@ -99,6 +115,14 @@ PATTERNS: tuple[Rule, ...] = (
             _up(s, *_OPS)
             and (_up(s, "connected_clients", "connections_received") or _up(s, *_NETWORK))
         ),
+    ),
+    _rule(
+        "slow_queries",
+        "Commands got slower: new slow log entries, latency monitor spikes, or a command's "
+        "time per call rose.",
+        "Open the Slow Log and Commandstats pages for the commands and keys; look for "
+        "O(N) commands (KEYS, SMEMBERS, big ranges), large values, or a fork at the time.",
+        lambda s: _up(s, *_SLOW),
     ),
     _rule(
         "connection_storm",

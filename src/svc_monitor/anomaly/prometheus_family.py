@@ -1,7 +1,8 @@
 """The `svc_anomaly_*` and `svc_correlated_groups_*` families at scrape time, from the
 summary AnomalyService rebuilds every anomalyPrometheusIntervalMs (never storage during
 a scrape). Counters count since start; `_current` and `_by_*` of anomalies count the
-unresolved ones of the last anomalyCacheTtlMs. Buffer mean and stddev are full-profile.
+unresolved ones of the last anomalyCacheTtlMs. Buffer mean and stddev, and every
+per-command buffer (cmd_calls:get ...), are full-profile.
 """
 
 from collections.abc import Callable, Iterator
@@ -72,6 +73,8 @@ class AnomalyCollector:
                 if k == cid:
                     group_pattern.add_metric([address, pattern], n)
             for state in summary.buffers[cid]:
+                if ":" in state.metric and not full:
+                    continue  # per-command buffers (up to 128 per connection): full only
                 ready.add_metric([address, state.metric], 1.0 if state.ready else 0.0)
                 if full and state.mean is not None and state.stddev is not None:
                     mean.add_metric([address, state.metric], state.mean)

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from svc_monitor.anomaly.detectors import METRICS, ConnectionDetectors
+from svc_monitor.anomaly.feeds import FEED_METRICS, FeedDetectors
 from svc_monitor.anomaly.models import SEVERITY_RANK, BufferState, Detection, Window
 from svc_monitor.anomaly.patterns import CORRELATION_WINDOW_MS, match
 from svc_monitor.anomaly.store import AnomalyStore
@@ -37,11 +38,19 @@ from svc_monitor.config import Settings
 from svc_monitor.errors import NotFound
 from svc_monitor.events import AnomalyDetected, ConnectionsChanged, EventBus
 from svc_monitor.polling.models import Observation
+from svc_monitor.polling.readings import (
+    ClusterFacts,
+    CommandstatsFacts,
+    Facts,
+    LatencyFacts,
+    SlowlogFacts,
+)
 from svc_monitor.runtime_settings.service import RuntimeSettingsService
 
 logger = logging.getLogger(__name__)
 
 FLUSH_EVERY_S = 1.0
+FEEDS = (SlowlogFacts, LatencyFacts, CommandstatsFacts, ClusterFacts)
 MAX_WINDOW_MS = 30_000
 
 
@@ -96,6 +105,7 @@ class AnomalyService:
         self._allowed = allowed
         self._monotonic = monotonic
         self._detectors: dict[str, ConnectionDetectors] = {}
+        self._feeds: dict[str, FeedDetectors] = {}
         # When each connection's detectors began (wall ms): a registry change published
         # before that is already reflected, whenever the loop gets to it.
         self._started_ms: dict[str, int] = {}
@@ -125,12 +135,27 @@ class AnomalyService:
         """Judge one observation (an Observer watcher); cluster nodes' own are left out."""
         if not self._enabled or observation.node is not None or not self._allowed():
             return
-        connection_id, at = observation.connection_id, observation.received_at_ms
+        connection_id = observation.connection_id
         detectors = self._detectors.get(connection_id)
         if detectors is None:
             detectors = self._detectors[connection_id] = ConnectionDetectors(connection_id)
-            self._started_ms[connection_id] = _now_ms()
-        found = detectors.observe(observation.info, at)
+            self._started_ms.setdefault(connection_id, _now_ms())
+        at = observation.received_at_ms
+        self._collect(connection_id, at, detectors.observe(observation.info, at))
+
+    def watch_facts(self, connection_id: str, facts: Facts) -> None:
+        """Judge another poll's facts (a LiveState fact watcher): the slow log, latency,
+        commandstats and CLUSTER INFO (feeds.py)."""
+        if not self._enabled or not isinstance(facts, FEEDS) or not self._allowed():
+            return
+        feeds = self._feeds.get(connection_id)
+        if feeds is None:
+            feeds = self._feeds[connection_id] = FeedDetectors(connection_id)
+            self._started_ms.setdefault(connection_id, _now_ms())
+        self._collect(connection_id, facts.at_ms, feeds.observe(facts))
+
+    def _collect(self, connection_id: str, at: int, found: list[Detection]) -> None:
+        """Put a connection's detections into its open correlation window."""
         for detection in found:
             if detection.notice is not None:  # failover.*, data.loss.detected: now, not per group
                 self._bus.publish(detection.notice)
@@ -145,7 +170,7 @@ class AnomalyService:
         if window is None:
             window = self._open[connection_id] = Window(at, self._monotonic())
         window.detections.extend(found)
-        window.last_ms = at
+        window.last_ms = max(window.last_ms, at)
         window.opened_monotonic = self._monotonic()
 
     def forget(self, connection_id: str, *, changed_at_ms: int | None = None) -> None:
@@ -156,6 +181,7 @@ class AnomalyService:
         if changed_at_ms is not None and self._started_ms.get(connection_id, -1) >= changed_at_ms:
             return
         self._detectors.pop(connection_id, None)
+        self._feeds.pop(connection_id, None)
         self._started_ms.pop(connection_id, None)
         self._open.pop(connection_id, None)
 
@@ -253,7 +279,9 @@ class AnomalyService:
             summary.groups_total[connection_id] += count
             summary.groups_by_pattern[(connection_id, pattern)] += count
             summary.groups_by_severity[(connection_id, severity)] += count
-        summary.buffers = {cid: d.buffer_states() for cid, d in self._detectors.items()}
+        summary.buffers = {
+            cid: self._buffer_states(cid) for cid in {*self._detectors, *self._feeds}
+        }
         self.summary = summary
         return summary
 
@@ -288,10 +316,24 @@ class AnomalyService:
     def buffers(self, connection_id: str) -> list[BufferState]:
         """Every metric's buffer of the connection (empty ones before its first INFO)."""
         self._check()
-        detectors = self._detectors.get(connection_id)
-        if detectors is None:
-            return [BufferState(spec.name, 0, False, None, None) for spec in METRICS]
-        return detectors.buffer_states()
+        return self._buffer_states(connection_id)
+
+    def _buffer_states(self, connection_id: str) -> list[BufferState]:
+        detectors, feeds = self._detectors.get(connection_id), self._feeds.get(connection_id)
+        states = (
+            detectors.buffer_states()
+            if detectors is not None
+            else [BufferState(spec.name, 0, False, None, None) for spec in METRICS]
+        )
+        named = {s.metric for s in states}
+        if feeds is not None:
+            states += feeds.buffer_states()
+            named |= {s.metric for s in states}
+        # The slow log and latency buffers are listed before their first read too.
+        states += [
+            BufferState(s.name, 0, False, None, None) for s in FEED_METRICS if s.name not in named
+        ]
+        return states
 
     async def resolve_event(self, connection_id: str, event_id: int) -> None:
         self._check()

@@ -10,17 +10,21 @@ from svc_monitor.engine.info import parse_version
 from svc_monitor.engine.latency import parse_latency_histogram, parse_latency_latest
 from svc_monitor.events import now_ms
 from svc_monitor.latency.service import LatencyService
+from svc_monitor.polling.live_state import LiveState
 from svc_monitor.polling.models import PollKind, PollTarget
+from svc_monitor.polling.readings import LatencyFacts
 from svc_monitor.runtime_settings.schemas import RuntimeSettingsValues
 
 logger = logging.getLogger(__name__)
 
 
 class LatencyPoller:
-    """Reads the latency monitor into latency history; skipped where the engine lacks it."""
+    """Reads the latency monitor into latency history and live state (for anomaly
+    detection); skipped where the engine lacks it."""
 
-    def __init__(self, latency: LatencyService) -> None:
+    def __init__(self, latency: LatencyService, *, live_state: LiveState | None = None) -> None:
         self._latency = latency
+        self._live_state = live_state
 
     async def poll(self, target: PollTarget) -> None:
         identity = target.identity
@@ -35,14 +39,18 @@ class LatencyPoller:
             if isinstance(reply, EngineError):
                 # A refused command (renamed, denied) degrades quietly; the rest still counts.
                 logger.debug("%s: latency read refused: %s", target.connection.id, reply.message)
+        captured_at = now_ms()
+        events = [] if isinstance(latest, EngineError) else parse_latency_latest(latest)
         await self._latency.record(
             target.connection.id,
-            captured_at=now_ms(),
-            events=[] if isinstance(latest, EngineError) else parse_latency_latest(latest),
+            captured_at=captured_at,
+            events=events,
             histogram=None
             if histogram is None or isinstance(histogram, EngineError)
             else parse_latency_histogram(histogram),
         )
+        if self._live_state is not None and not isinstance(latest, EngineError):
+            self._live_state.put(target.connection.id, LatencyFacts(captured_at, tuple(events)))
 
     async def forget(self, connection_id: str) -> None:
         # Removed or edited: the next poll reads the last stored spike times again.

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from svc_monitor.engine.cluster import SlotStats
 from svc_monitor.engine.info import ParsedInfo
+from svc_monitor.engine.latency import LatencyEvent
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,4 +85,20 @@ class CommandstatsFacts:
     info: ParsedInfo
 
 
-Facts = SlowlogFacts | CommandlogFacts | AclFacts | ClientFacts | ClusterFacts | CommandstatsFacts
+@dataclass(frozen=True, slots=True)
+class LatencyFacts:
+    """LATENCY LATEST as last read: each monitored event's latest spike."""
+
+    at_ms: int
+    events: tuple[LatencyEvent, ...]
+
+
+Facts = (
+    SlowlogFacts
+    | CommandlogFacts
+    | AclFacts
+    | ClientFacts
+    | ClusterFacts
+    | CommandstatsFacts
+    | LatencyFacts
+)
