@@ -134,12 +134,15 @@ class TestMemoryPressure:
         stats: dict[str, Any] = client.info("stats")  # type: ignore[assignment]
         assert int(stats["evicted_keys"]) > 0
         client.close()  # type: ignore[no-untyped-call]
-        groups_made = await anomaly.flush(everything=True)
+        # The quiet samples after the burst close its window by the simulated clock, and the
+        # service's own loop may publish it before this flush does: count what is stored.
+        await anomaly.flush(everything=True)
         await delivered(pro)
         headers = {"X-Connection-Id": connection}
 
         groups = (await pro.client.get("/api/anomaly/groups", headers=headers)).json()
-        assert len(groups) == groups_made >= 1
+        assert len(groups) >= 1
+        assert anomaly.pending_detections == 0
         pressure = [g for g in groups if g["pattern"] == "memory_pressure"]
         assert len(pressure) == 1, [(g["metrics"], g["timestamp"]) for g in groups]
         assert {"memory_used", "evictions"} <= set(pressure[0]["metrics"])
