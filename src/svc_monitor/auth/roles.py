@@ -301,8 +301,10 @@ RULES: dict[str, Access] = {
     "POST /ui/forecasting/{metric_kind}/settings": ADMIN,
     # --- Key Analytics (analytics/, Pro): reads for any member ---
     "GET /key-analytics": MEMBER,
-    # --- Anomalies (anomaly/, Pro): reads for any member ---
+    # --- Anomalies (anomaly/, Pro): reads for any member; resolving is an admin's ---
     "GET /anomalies": MEMBER,
+    "POST /ui/anomalies/groups/{group_id}/resolve": ADMIN,
+    "POST /ui/anomalies/events/{event_id}/resolve": ADMIN,
     # --- the catch-alls: a JSON or HTML 404 (or 503 while starting) for any unknown path ---
     "DELETE /api/{path}": PUBLIC,
     "GET /api/{path}": PUBLIC,
