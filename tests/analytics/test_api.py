@@ -70,6 +70,7 @@ class TestPro:
         assert summary["totalPatterns"] == 5
         assert summary["complete"]
         assert summary["source"] == f"{keyed.host}:{keyed.port}"
+        assert summary["nodesRead"] == 1
         assert not summary["onReplica"]
         assert "maxmemory-policy is noeviction" in summary["hotKeysNote"]
         assert {b["type"] for b in summary["sizeBuckets"]} == {"string", "hash", "list", "zset"}

@@ -3,6 +3,12 @@
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from svc_monitor.analytics.shards import nodes_in
+
+# The cursor columns of a cluster run whose shards stopped at different cursors (each is
+# kept in the cursor table; a run row has room for one).
+CURSORS_PER_SHARD = "per-shard"
+
 
 @dataclass(frozen=True, slots=True)
 class KeySample:
@@ -56,16 +62,16 @@ class RankedKey:
 
 @dataclass(frozen=True, slots=True)
 class Snapshot:
-    """One run of key analytics on one connection."""
+    """One run of key analytics on one connection (for a cluster, over all its shards)."""
 
     connection_id: str
     captured_at: int  # epoch ms, when the run ended
-    source: str  # host:port the keys were read from
-    on_replica: bool
-    started_cursor: str
+    source: str  # host:port the keys were read from; a cluster's nodes, ", "-separated
+    on_replica: bool  # for a cluster: every shard was read on a replica
+    started_cursor: str  # for a cluster: "0" when every shard's was 0, else CURSORS_PER_SHARD
     next_cursor: str
     sampled_keys: int
-    keyspace_keys: int  # DBSIZE of the source
+    keyspace_keys: int  # DBSIZE of the source; for a cluster, the sum over the shards read
     duration_ms: int
     paused_ms: int  # of the duration, spent pacing
     complete: bool  # the sample size was reached or the whole keyspace was read
@@ -75,3 +81,8 @@ class Snapshot:
     size_buckets: tuple[SizeBucket, ...] = ()
     hot_keys: tuple[RankedKey, ...] = ()
     largest_keys: tuple[RankedKey, ...] = ()
+
+    @property
+    def nodes_read(self) -> int:
+        """Servers the keys were read from: 1, or the cluster shards read (shards.py)."""
+        return nodes_in(self.source)

@@ -16,6 +16,11 @@ short (restart, time budget) resumes where it stopped. A run stops at the sample
 after the time budget, or when the keyspace has been read whole: a run from cursor 0
 back to 0, or, from a stored cursor, a second return to 0. Keys SCAN returns twice
 (it may, while the table rehashes) are counted once.
+
+On a cluster replica (`readonly`), every pipeline starts with READONLY: without it the
+replica answers a command naming a key with a MOVED redirect to its primary. READONLY
+holds for one connection, and a pipeline runs on one, so it is sent with each; SCAN
+names no key and needs none.
 """
 
 import asyncio
@@ -61,6 +66,7 @@ class Sampler:
         with_freq: bool,
         budget_s: float,
         save_cursor: Callable[[int], Awaitable[None]],
+        readonly: bool = False,
     ) -> None:
         self._client = client
         self._sample_size = sample_size
@@ -68,6 +74,7 @@ class Sampler:
         self._with_freq = with_freq
         self._budget_s = budget_s
         self._save_cursor = save_cursor
+        self._readonly = readonly
 
     async def run(self, cursor: int) -> SampleRun:
         run = SampleRun(started_cursor=cursor, next_cursor=cursor)
@@ -99,7 +106,7 @@ class Sampler:
             commands += [["TYPE", key], ["PTTL", key], ["MEMORY", "USAGE", key]]
             if self._with_freq:
                 commands.append(["OBJECT", "FREQ", key])
-        replies = await self._timed(run, self._client.try_each)(commands)
+        replies = await self._timed(run, self._pipeline)(commands)
         samples = []
         for i, key in enumerate(keys):
             kind, ttl, memory, *freq = replies[i * per_key : (i + 1) * per_key]
@@ -116,6 +123,9 @@ class Sampler:
             )
         return samples
 
+    async def _pipeline(self, commands: list[list[Any]]) -> list[Any]:
+        return await pipeline(self._client, commands, readonly=self._readonly)
+
     def _timed(self, run: SampleRun, call: Callable[..., Awaitable[Any]]) -> Callable[..., Any]:
         async def paced(*args: Any) -> Any:
             started = time.perf_counter()
@@ -127,6 +137,16 @@ class Sampler:
             return result
 
         return paced
+
+
+async def pipeline(
+    client: EngineClient, commands: list[list[Any]], *, readonly: bool = False
+) -> list[Any]:
+    """client.try_each, after READONLY on a cluster replica (module docstring)."""
+    if not readonly:
+        return await client.try_each(commands)
+    replies = await client.try_each([["READONLY"], *commands])
+    return replies[1:]
 
 
 def _scan_reply(reply: Any) -> tuple[int, list[bytes]]:

@@ -71,19 +71,43 @@ class RankedKeyRead(BaseModel):
 
 
 class KeyAnalyticsSummaryRead(BaseModel):
-    """The newest run: where it read, how much, and its figures (empty before any run)."""
+    """The newest run: where it read, how much, and its figures (empty before any run).
+
+    A cluster connection's run covers every shard (each primary's keys, read on one of
+    its replicas when one is online with its link up, else on the primary): its figures
+    are the shards' merged, and `nodesRead` says how many nodes were read."""
 
     connectionId: str
     timestamp: int | None = Field(description="epoch ms of the newest run; null before one")
-    source: str | None = Field(description="host:port the keys were read from")
-    onReplica: bool
-    sampledKeys: int
-    keyspaceKeys: int = Field(description="DBSIZE of the source")
-    complete: bool = Field(description="sample size reached or the whole keyspace read")
+    source: str | None = Field(
+        description="host:port the keys were read from; for a cluster, every node read, "
+        "comma-separated ('+N more' for those past 300 characters)"
+    )
+    onReplica: bool = Field(description="read on a replica; for a cluster, every shard was")
+    nodesRead: int = Field(
+        description="nodes the keys were read from: 1, or for a cluster the shards read "
+        "(one node each); fewer than the cluster's primaries when a shard failed and was "
+        "left out; 0 before any run"
+    )
+    sampledKeys: int = Field(
+        description="keys sampled; for a cluster, KEY_ANALYTICS_SAMPLE_SIZE is split "
+        "across the shards in proportion to their DBSIZE"
+    )
+    keyspaceKeys: int = Field(description="DBSIZE of the source; for a cluster, summed")
+    complete: bool = Field(
+        description="sample size reached or the whole keyspace read; for a cluster, on "
+        "every shard and no shard left out"
+    )
     durationMs: int
-    pausedMs: int = Field(description="of durationMs, spent pacing to spare the server")
-    startedCursor: str | None
-    nextCursor: str | None
+    pausedMs: int = Field(
+        description="of durationMs, spent pacing to spare the server; for a cluster (its "
+        "shards read at once), the most any shard paused"
+    )
+    startedCursor: str | None = Field(
+        description="SCAN cursor the run started at; for a cluster, '0' when every "
+        "shard's was 0, else 'per-shard' (each shard keeps its own)"
+    )
+    nextCursor: str | None = Field(description="where the next run starts; as startedCursor")
     evictionPolicy: str | None
     totalPatterns: int
     totalKeys: int
@@ -101,6 +125,7 @@ class KeyAnalyticsSummaryRead(BaseModel):
                 timestamp=None,
                 source=None,
                 onReplica=False,
+                nodesRead=0,
                 sampledKeys=0,
                 keyspaceKeys=0,
                 complete=False,
@@ -122,6 +147,7 @@ class KeyAnalyticsSummaryRead(BaseModel):
             timestamp=s.captured_at,
             source=s.source,
             onReplica=s.on_replica,
+            nodesRead=s.nodes_read,
             sampledKeys=s.sampled_keys,
             keyspaceKeys=s.keyspace_keys,
             complete=s.complete,

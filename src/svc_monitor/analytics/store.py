@@ -1,6 +1,12 @@
 """Key analytics tables: one row per run, one per pattern of a run, and each connection's
-SCAN cursor (so a run resumes where the last one stopped, across restarts)."""
+SCAN cursor (so a run resumes where the last one stopped, across restarts).
 
+A cluster connection keeps one cursor per shard, in the same table: its rows are keyed
+`<connection id>@<primary host:port>` (cursor_key), which needs no migration; the
+`source` column still says which server the cursor belongs to.
+"""
+
+import hashlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -59,6 +65,7 @@ key_pattern_snapshots = history_table(
 key_analytics_cursors = Table(
     "key_analytics_cursors",
     metadata,
+    # The connection's id, or cursor_key(id, shard) for one shard of a cluster.
     Column("connection_id", String(64), primary_key=True),
     Column("source", String(300), nullable=False),  # a cursor is only valid on its server
     Column("cursor", String(32), nullable=False),
@@ -125,26 +132,40 @@ class KeyAnalyticsStore:
         order = (t.c.captured_at.desc(), t.c.total_memory_bytes.desc(), t.c.id)
         return await self._db.fetch_all(query.order_by(*order).limit(limit))
 
-    async def cursor(self, connection_id: str) -> tuple[str, int] | None:
-        """(source, cursor) where the connection's last run stopped, or None."""
+    async def cursor(
+        self, connection_id: str, *, shard: str | None = None
+    ) -> tuple[str, int] | None:
+        """(source, cursor) where the connection's (or its shard's) last run stopped, or None."""
         t = key_analytics_cursors.c
-        row = await self._db.fetch_one(
-            select(t.source, t.cursor).where(t.connection_id == connection_id)
-        )
+        key = cursor_key(connection_id, shard)
+        row = await self._db.fetch_one(select(t.source, t.cursor).where(t.connection_id == key))
         return None if row is None else (str(row.source), int(row.cursor))
 
-    async def save_cursor(self, connection_id: str, source: str, cursor: int, *, at: int) -> None:
+    async def save_cursor(
+        self, connection_id: str, source: str, cursor: int, *, at: int, shard: str | None = None
+    ) -> None:
         values = {"source": source, "cursor": str(cursor), "updated_at": at}
+        key = cursor_key(connection_id, shard)
 
         def upsert(conn: Connection) -> None:
             t = key_analytics_cursors
             updated = conn.execute(
-                t.update().where(t.c.connection_id == connection_id).values(**values)
+                t.update().where(t.c.connection_id == key).values(**values)
             ).rowcount
             if not updated:
-                conn.execute(t.insert().values(connection_id=connection_id, **values))
+                conn.execute(t.insert().values(connection_id=key, **values))
 
         await self._db.run(upsert)
+
+
+def cursor_key(connection_id: str, shard: str | None) -> str:
+    """The cursor row of a connection (shard None) or of one shard of a cluster connection
+    (shard: its primary's host:port). The column holds 64 characters: a longer key (a long
+    hostname, IPv6) becomes its SHA-256, which no connection id (a UUID) can equal."""
+    if shard is None:
+        return connection_id
+    key = f"{connection_id}@{shard}"
+    return key if len(key) <= 64 else hashlib.sha256(key.encode()).hexdigest()
 
 
 def _run_row(s: Snapshot) -> dict[str, Any]:

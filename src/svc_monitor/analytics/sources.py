@@ -1,0 +1,129 @@
+"""Where a key analytics run reads keys: a fit replica, else the server; a cluster's shards.
+
+The replica rule (fit_replica): the primary's INFO replication lists it `online` with a
+lag of at most MAX_REPLICA_LAG_S seconds, it answers INFO replication (reached with the
+connection's credentials and TLS) and reports its master link `up`; on a cluster it must
+also accept READONLY (sampler.py). The first fit replica is read; with none, the primary.
+
+A cluster's shards (shard_primaries) are the primaries holding slots in the seed's
+CLUSTER NODES, less those flagged `fail`, parsed by engine/cluster.py as the cluster
+poll does. Each is reached directly at the address it announces, with the seed's
+credentials and TLS (ConnectionService.node_client, as cluster/service.py does), and
+read by the replica rule above applied to its own INFO.
+"""
+
+import logging
+from dataclasses import dataclass, replace
+
+from svc_monitor.connections.service import ConnectionService
+from svc_monitor.engine.client import EngineClient
+from svc_monitor.engine.cluster import ClusterNode, parse_cluster_nodes
+from svc_monitor.engine.errors import EngineError, EngineResponseError
+from svc_monitor.engine.info import ParsedInfo
+
+logger = logging.getLogger(__name__)
+
+# A replica this far behind (seconds since its last ack) is not read: its keys are stale.
+MAX_REPLICA_LAG_S = 10
+
+
+@dataclass(frozen=True, slots=True)
+class Shard:
+    """One shard of a cluster run: where its keys are read, and how many it holds."""
+
+    primary: str  # the primary's host:port; names the shard's cursor (store.cursor_key)
+    source: EngineClient  # a replica of it (on_replica), or the primary
+    on_replica: bool
+    policy: str | None  # the primary's maxmemory-policy
+    keys: int  # DBSIZE of the source
+
+
+async def fit_replica(
+    connections: ConnectionService,
+    client: EngineClient,
+    info: ParsedInfo,
+    *,
+    cluster: bool = False,
+) -> EngineClient | None:
+    """A client to the first replica of `client`'s server fit to read (module docstring),
+    or None; the caller closes it."""
+    if info.get_str("replication", "role") != "master":
+        return None
+    for i in range(info.get_int("replication", "connected_slaves") or 0):
+        fields = _replica_fields(info.get_str("replication", f"slave{i}"))
+        if fields.get("state") != "online" or int(fields.get("lag", "0")) > MAX_REPLICA_LAG_S:
+            continue
+        try:
+            target = replace(client.target, host=fields["ip"], port=int(fields["port"]))
+        except (KeyError, ValueError):
+            continue
+        replica = connections.node_client(target)
+        try:
+            probe = await replica.info("replication")
+            if cluster:
+                await replica.execute("READONLY")
+        except EngineError as exc:
+            logger.debug("replica %s not usable (%s): reading the primary", target, exc)
+            await replica.close()
+            continue
+        if probe.get_str("replication", "master_link_status") == "up":
+            return replica
+        await replica.close()
+    return None
+
+
+async def shard_primaries(connection_id: str, seed: EngineClient) -> list[ClusterNode]:
+    """The cluster's primaries holding slots; none when the seed refuses CLUSTER NODES
+    (the run then reads the seed alone)."""
+    try:
+        nodes = parse_cluster_nodes(await seed.execute("CLUSTER", "NODES"))
+    except EngineResponseError as exc:
+        logger.debug("CLUSTER NODES refused on %s (%s): seed only", connection_id, exc.message)
+        return []
+    return [n for n in nodes if "master" in n.flags and "fail" not in n.flags and n.slots]
+
+
+async def open_shard(
+    connections: ConnectionService,
+    connection_id: str,
+    seed: tuple[EngineClient, ParsedInfo],
+    node: ClusterNode,
+    opened: list[EngineClient],
+) -> Shard | EngineError:
+    """Where the shard of primary `node` is read, and its DBSIZE; its EngineError when the
+    shard cannot be reached, logged. `seed` is the connection's client and its INFO;
+    every client opened is added to `opened`, for the caller to close after the run."""
+    try:
+        if "myself" in node.flags:
+            primary, info = seed
+        else:
+            # CLUSTER NODES names the nodes by the address they announce; the seed's
+            # credentials and TLS reach each (as the cluster poll does).
+            target = replace(seed[0].target, host=node.host, port=node.port)
+            primary = connections.node_client(target)
+            opened.append(primary)
+            info = await primary.info()
+        replica = await fit_replica(connections, primary, info, cluster=True)
+        if replica is not None:
+            opened.append(replica)
+        source = replica or primary
+        keys = int(await source.execute("DBSIZE"))
+    except EngineError as exc:
+        logger.warning(
+            "key analytics on %s: shard %s left out (%s)", connection_id, node.address, exc.message
+        )
+        return exc
+    return Shard(
+        primary=node.address,
+        source=source,
+        on_replica=replica is not None,
+        policy=info.get_str("memory", "maxmemory_policy"),
+        keys=keys,
+    )
+
+
+def _replica_fields(text: str | None) -> dict[str, str]:
+    """`ip=10.0.0.2,port=6380,state=online,offset=..,lag=0` as a dict."""
+    if not text:
+        return {}
+    return dict(part.split("=", 1) for part in text.split(",") if "=" in part)
