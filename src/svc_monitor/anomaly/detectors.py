@@ -229,9 +229,26 @@ class MetricBuffer:
         self.cooldown_until = 0
 
     def stats(self) -> tuple[float, float]:
+        mean, variance = self.moments()
+        return mean, math.sqrt(variance)
+
+    def moments(self) -> tuple[float, float]:
+        """Mean and variance (no square root: judge() compares squares)."""
         n = len(self.values)
         mean = self._sum / n
-        return mean, math.sqrt(max(0.0, self._sum_sq / n - mean * mean))
+        return mean, max(0.0, self._sum_sq / n - mean * mean)
+
+    def take(self, value: float) -> tuple[float, float] | None:
+        """The mean and variance before `value`, which is then added; None while warming
+        up (fewer than READY_AT values). One call where judge() needs both."""
+        n = len(self.values)
+        if n < READY_AT:
+            self.add(value)
+            return None
+        mean = self._sum / n
+        variance = self._sum_sq / n - mean * mean
+        self.add(value)
+        return mean, variance if variance > 0.0 else 0.0
 
     def add(self, value: float) -> None:
         values = self.values
@@ -262,6 +279,8 @@ class ConnectionDetectors:
     def __init__(self, connection_id: str) -> None:
         self.connection_id = connection_id
         self.buffers: dict[str, MetricBuffer] = {spec.name: MetricBuffer() for spec in METRICS}
+        # Each metric with its buffer, looked up once rather than on every observation.
+        self._plan = [(spec, self.buffers[spec.name], spec.reading == "gauge") for spec in METRICS]
         self._previous: dict[str, float] = {}
         self._previous_at = 0
         self._rules = RuleDetectors(connection_id)
@@ -270,19 +289,18 @@ class ConnectionDetectors:
         found: list[Detection] = []
         elapsed_s = (at_ms - self._previous_at) / 1000 if self._previous_at else 0.0
         previous, current = self._previous, {}
-        for spec in METRICS:
+        connection_id = self.connection_id
+        for spec, buffer, gauge in self._plan:
             raw = spec.read(info)
             if raw is None:
                 continue
-            if spec.reading == "gauge":
+            if gauge:
                 value: float | None = raw
             else:
                 current[spec.name] = raw
                 value = self._derived(spec, raw, previous, current, info, elapsed_s)
             if value is not None:
-                detection = judge(
-                    self.connection_id, spec.name, spec, self.buffers[spec.name], value, at_ms
-                )
+                detection = judge(connection_id, spec.name, spec, buffer, value, at_ms)
                 if detection is not None:
                     found.append(detection)
         self._previous = current
@@ -332,21 +350,30 @@ def judge(
     value: float,
     at_ms: int,
 ) -> Detection | None:
-    """`value` against the buffer's baseline by `spec`'s rule, then added to the buffer."""
-    if len(buffer.values) < READY_AT:
-        buffer.add(value)
+    """`value` against the buffer's baseline by `spec`'s rule, then added to the buffer.
+
+    Almost every sample is ordinary, so that path compares squares, |value - mean|^2
+    against (warning_z * sigma)^2, and takes no square root: on the INFO detectors'
+    24 metrics a sample this cost about a fifth less (bench/detectors.py).
+    """
+    before = buffer.take(value)
+    if before is None:
         return None
-    mean, stddev = buffer.stats()
-    buffer.add(value)
+    mean, variance = before
     if at_ms < buffer.cooldown_until:
         return None
-    sigma = max(stddev, spec.floor_abs, spec.floor_rel * abs(mean))
-    z = (value - mean) / sigma if sigma > 0 else 0.0
-    kind: Kind = "spike" if z > 0 else "drop"
-    wanted = spec.drops if kind == "drop" else spec.spikes
-    if abs(z) < spec.warning_z or not wanted:
+    floor = max(spec.floor_abs, spec.floor_rel * abs(mean))
+    sigma_sq = max(variance, floor * floor)
+    deviation = value - mean
+    if sigma_sq <= 0 or deviation * deviation < spec.warning_z * spec.warning_z * sigma_sq:
         buffer.run = 0
         return None
+    kind: Kind = "spike" if deviation > 0 else "drop"
+    if not (spec.drops if kind == "drop" else spec.spikes):
+        buffer.run = 0
+        return None
+    stddev = math.sqrt(variance)
+    z = deviation / math.sqrt(sigma_sq)
     buffer.run = buffer.run + 1 if buffer.run_kind == kind else 1
     buffer.run_kind = kind
     if buffer.run < spec.consecutive:

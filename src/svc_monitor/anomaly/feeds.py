@@ -77,10 +77,14 @@ FEED_METRICS = (SLOWLOG_GROWTH, LATENCY_SPIKE)
 
 
 @dataclass(slots=True)
-class _Counters:
-    at_ms: int
-    calls: int
-    usec: int
+class _Command:
+    """One followed command: its metric names (made once) and its last counters."""
+
+    calls_metric: str
+    usec_metric: str
+    at_ms: int = 0
+    calls: int = -1  # -1: not read yet
+    usec: int = 0
 
 
 class FeedDetectors:
@@ -91,7 +95,7 @@ class FeedDetectors:
         self.buffers: dict[str, MetricBuffer] = {}
         self._slowlog: tuple[int, int | None] | None = None  # (at_ms, newest id)
         self._latency_seen: dict[str, int] | None = None  # event -> latest spike (s)
-        self._commands: dict[str, _Counters] = {}
+        self._commands: dict[str, _Command] = {}  # by INFO field name (cmdstat_get)
         self._cluster: tuple[str, int] | None = None  # (cluster_state, slots pfail)
         self._pfail_quiet_until = 0
 
@@ -148,29 +152,26 @@ class FeedDetectors:
         at_ms = facts.at_ms
         commands = self._commands
         for name, value in section.items():
-            if not name.startswith(_CMDSTAT):
-                continue
-            command = name[len(_CMDSTAT) :].lower()
-            before = commands.get(command)
-            if before is None and len(commands) >= MAX_COMMANDS:
-                continue
+            command = commands.get(name)
+            if command is None:
+                if not name.startswith(_CMDSTAT) or len(commands) >= MAX_COMMANDS:
+                    continue
+                label = name[len(_CMDSTAT) :].lower()[: METRIC_NAME_LIMIT - len("cmd_calls:")]
+                command = commands[name] = _Command(f"cmd_calls:{label}", f"cmd_usec:{label}")
             fields = value if isinstance(value, dict) else parse_subfields(str(value))
             calls, usec = fields.get("calls"), fields.get("usec")
             if not isinstance(calls, int) or not isinstance(usec, int):
                 continue  # pushed without cmd.usec: no time per call to judge
-            commands[command] = _Counters(at_ms, calls, usec)
-            if before is None or at_ms <= before.at_ms or calls < before.calls:
+            before_at, before_calls, before_usec = command.at_ms, command.calls, command.usec
+            command.at_ms, command.calls, command.usec = at_ms, calls, usec
+            if before_calls < 0 or at_ms <= before_at or calls < before_calls:
                 continue  # first read, or a restart / CONFIG RESETSTAT
-            new_calls, new_usec = calls - before.calls, usec - before.usec
-            label = command[: METRIC_NAME_LIMIT - len("cmd_calls:")]
-            found += self._judge(
-                COMMAND_CALLS,
-                f"cmd_calls:{label}",
-                new_calls / ((at_ms - before.at_ms) / 1000),
-                at_ms,
-            )
+            new_calls, new_usec = calls - before_calls, usec - before_usec
+            rate = new_calls / ((at_ms - before_at) / 1000)
+            found += self._judge(COMMAND_CALLS, command.calls_metric, rate, at_ms)
             if new_calls >= MIN_CALLS and new_usec >= 0:
-                found += self._judge(COMMAND_USEC, f"cmd_usec:{label}", new_usec / new_calls, at_ms)
+                per_call = new_usec / new_calls
+                found += self._judge(COMMAND_USEC, command.usec_metric, per_call, at_ms)
         return found
 
     def _cluster_read(self, facts: ClusterFacts) -> list[Detection]:
