@@ -38,6 +38,7 @@ class TestForecast:
         )
         before = int(time.time() * 1000)
         body = await get(api, FORECAST.format("usedMemory"), connection)
+        after = int(time.time() * 1000)
         # independently: the line is 100 MB at times[0] and gains 1 MB per minute
         crossing = times[0] + (MAXMEMORY - 100 * MB) / MB * MINUTE_MS
         assert body["mode"] == "forecast"
@@ -46,7 +47,7 @@ class TestForecast:
         assert body["growthRate"] == pytest.approx(60 * MB)  # per hour
         assert body["trendDirection"] == "rising"
         assert body["dataPointCount"] == 121
-        assert crossing - before - 5_000 <= body["timeToLimitMs"] <= crossing - before + 1
+        assert crossing - after - 1 <= body["timeToLimitMs"] <= crossing - before + 1
         # a perfectly steady rise: the band closes on the estimate
         assert abs(body["timeToLimitLowMs"] - body["timeToLimitMs"]) < 1_000
         assert abs(body["timeToLimitHighMs"] - body["timeToLimitMs"]) < 1_000
@@ -72,11 +73,12 @@ class TestForecast:
             before = int(time.time() * 1000)
             memory = await get(app, FORECAST.format("usedMemory"), connection)
             fragmentation = await get(app, FORECAST.format("memFragmentation"), connection)
+            after = int(time.time() * 1000)
         crossing = times[0] + (MAXMEMORY - 100 * MB) / MB * MINUTE_MS
-        assert crossing - before - 5_000 <= memory["timeToLimitMs"] <= crossing - before + 1
+        assert crossing - after - 1 <= memory["timeToLimitMs"] <= crossing - before + 1
         # 1.0 + 0.004 a minute reaches 1.5 after 125 minutes
         crossing = times[0] + 125 * MINUTE_MS
-        assert crossing - before - 5_000 <= fragmentation["timeToLimitMs"] <= crossing - before + 1
+        assert crossing - after - 1 <= fragmentation["timeToLimitMs"] <= crossing - before + 1
 
     async def test_gaps_and_missing_samples_do_not_bend_the_line(self, api: RunningApp):
         connection = await push_connection(api)
@@ -104,8 +106,10 @@ class TestForecast:
             crossing = first + (MAXMEMORY - 100 * MB) / MB * MINUTE_MS
             before = int(time.time() * 1000)
             body = await get(api, FORECAST.format("usedMemory"), connection_id)
+            after = int(time.time() * 1000)
             assert body["dataPointCount"] == count
-            assert crossing - before - 5_000 <= body["timeToLimitMs"] <= crossing - before + 1
+            # Counted from the moment the answer was made, somewhere in [before, after].
+            assert crossing - after - 1 <= body["timeToLimitMs"] <= crossing - before + 1
 
     async def test_noise_gives_a_band_around_the_least_squares_answer(self, api: RunningApp):
         connection = await push_connection(api)
@@ -117,12 +121,14 @@ class TestForecast:
         times = await record(api, connection, samples=121, fields=fragmentation)
         before = int(time.time() * 1000)
         body = await get(api, FORECAST.format("memFragmentation"), connection)
+        after = int(time.time() * 1000)
         values = [fragmentation(i)["mem_fragmentation_ratio"] for i in range(121)]
         fit = statistics.linear_regression(times, values)  # type: ignore[arg-type]
         crossing = (1.5 - fit.intercept) / fit.slope
         assert body["ceiling"] == 1.5  # the kind's default
         assert body["growthRate"] == pytest.approx(fit.slope * 3_600_000, rel=1e-6)
-        assert crossing - before - 5_000 <= body["timeToLimitMs"] <= crossing - before + 5
+        # Counted from the moment the answer was made (a loaded CI run once took 6 s for it).
+        assert crossing - after - 5 <= body["timeToLimitMs"] <= crossing - before + 5
         assert body["timeToLimitLowMs"] < body["timeToLimitMs"] < body["timeToLimitHighMs"]
 
     async def test_ops_without_a_ceiling_is_a_trend(self, api: RunningApp):
