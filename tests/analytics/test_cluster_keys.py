@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from valkey.crc import key_slot
 
-from svc_monitor.analytics.models import CURSORS_PER_SHARD, Snapshot
-from svc_monitor.analytics.service import KeyAnalyticsService
+from svc_monitor.analytics.models import CURSORS_PER_SHARD
 from svc_monitor.analytics.store import KeyAnalyticsStore
-from tests.fixtures.app import AppFactory, RunningApp, make_settings, running_app
+from tests.analytics.test_service import run
+from tests.fixtures.app import AppFactory, make_settings, running_app
 from tests.fixtures.licensing import SigningKey
 from tests.fixtures.servers import RunningServer, ServerFactory
 
@@ -94,18 +94,6 @@ def keyed(cluster: list[RunningServer]) -> dict[str, Any]:
         "tagged_memory": tagged_memory,
         "total": total,
     }
-
-
-def analytics(app: RunningApp) -> KeyAnalyticsService:
-    service: KeyAnalyticsService = app.app.state.features.key_analytics
-    return service
-
-
-async def run(app: RunningApp, **kw: Any) -> Snapshot:
-    connection = await app.services.connections.resolve(None)
-    snapshot = await analytics(app).run(connection, **kw)
-    assert snapshot is not None
-    return snapshot
 
 
 def commandstat(server: RunningServer, command: str) -> int:
