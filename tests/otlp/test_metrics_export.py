@@ -401,7 +401,8 @@ class TestTiming:
         otlp_receiver.answer(METRICS, OtlpAnswer(status=503))
         with caplog.at_level(logging.WARNING, logger="svc_monitor.otlp"):
             async with exporting_app(fleet, otlp_receiver) as running:
-                await otlp_receiver.wait_for(3, within=10)
+                # Three 1 s intervals; a loaded full run once needed more than 10 s for them.
+                await otlp_receiver.wait_for(3, within=20)
                 await asyncio.sleep(0.2)  # the third answer is recorded
                 text = (await running.client.get(SCRAPE)).text
         failed = scrape_value(
