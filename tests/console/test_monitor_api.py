@@ -289,7 +289,11 @@ class TestRefusals:
             async with memory_app_factory(**target_of(server)) as app:
                 body = (await app.client.post("/api/monitor/sessions/preflight")).json()
                 assert body["allowed"] is False
-                assert "disabled or renamed" in body["problem"]
+                assert "MONITOR is not available on this server" in body["problem"]
+                assert "renamed or disabled" in body["problem"]
+                started = await app.client.post("/api/monitor/sessions", json={})
+                assert started.status_code == 501
+                assert started.json()["message"] == body["problem"]
         finally:
             server_factory.stop(server)
 

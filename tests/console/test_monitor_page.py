@@ -1,9 +1,11 @@
 """The MONITOR page, server-rendered: what admins and members see and may do from it."""
 
 import re
+from collections.abc import Callable
 
 from tests.console.monitor_helpers import ended, start
-from tests.fixtures.app import AppFactory
+from tests.fixtures.app import AppFactory, target_of
+from tests.fixtures.servers import RunningServer
 from tests.fixtures.workspace import ORIGIN, WorkspaceFactory
 
 HTMX = {"HX-Request": "true", "Origin": ORIGIN}
@@ -95,3 +97,28 @@ async def test_the_page_loads_its_script_and_styles_from_this_service(
                 found = re.search(rf'"(/static/{asset}\?v=[^"]+)"', response.text)
                 assert found is not None, asset
                 assert (await running.client.get(found.group(1))).status_code == 200
+
+
+class TestWithoutMonitor:
+    async def test_a_renamed_monitor_is_explained_in_place_of_preflight_and_form(
+        self, memory_app_factory: AppFactory, fresh: Callable[..., RunningServer]
+    ):
+        server = fresh("valkey", config={"rename-command": 'MONITOR ""'})
+        async with memory_app_factory(**target_of(server)) as running:
+            await running.client.get("/health")  # detected, as the shell will know it
+            page = (await running.client.get("/monitor")).text
+            panel = (await running.client.get("/ui/monitor/preflight")).text
+            refused = await running.client.post(
+                "/ui/monitor/sessions", content="durationMs=10000", headers=HTMX
+            )
+        explanation = (
+            "MONITOR is not available on this server: the command is renamed or disabled "
+            "(managed providers disable it on some plans)"
+        )
+        for html in (page, panel):
+            assert 'data-problem="unsupported"' in html
+            assert explanation in html
+        assert "data-monitor-start" not in page
+        assert 'data-section="captures"' in page  # stored captures stay listed
+        assert "data-preflight" not in panel
+        assert explanation in refused.text  # a start that slips through says the same

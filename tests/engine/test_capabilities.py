@@ -5,7 +5,13 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 import pytest
 
-from svc_monitor.engine.capabilities import EngineIdentity, EngineType, detect
+from svc_monitor.engine.capabilities import (
+    Capabilities,
+    EngineIdentity,
+    EngineType,
+    detect,
+    unavailable_reason,
+)
 from svc_monitor.engine.client import EngineClient, EngineTarget
 from tests.fixtures.servers import RunningServer, ServerFactory
 
@@ -19,6 +25,9 @@ ALL_CAPABILITIES = {
     "hasLatencyMonitor": True,
     "hasAclLog": True,
     "hasMemoryDoctor": True,
+    "hasConfig": True,
+    "hasSlowLog": True,
+    "hasMonitor": True,
 }
 REDIS_CAPABILITIES = {
     **ALL_CAPABILITIES,
@@ -68,6 +77,37 @@ def valkey_without_commandlog(server_factory: ServerFactory) -> Iterator[Running
 def valkey_with_limited_user(server_factory: ServerFactory) -> Iterator[RunningServer]:
     server = server_factory.start(
         "valkey", acl_users=[f"{LIMITED_USER} on >{LIMITED_PASSWORD} ~* +@all -latency"]
+    )
+    yield server
+    server_factory.stop(server)
+
+
+@pytest.fixture(scope="module")
+def valkey_managed_like(server_factory: ServerFactory) -> Iterator[RunningServer]:
+    """CONFIG and SLOWLOG renamed away, as managed providers ship them on some plans."""
+    server = server_factory.start("valkey", config={"rename-command": ['CONFIG ""', 'SLOWLOG ""']})
+    yield server
+    server_factory.stop(server)
+
+
+@pytest.fixture(scope="module")
+def valkey_without_monitor(server_factory: ServerFactory) -> Iterator[RunningServer]:
+    server = server_factory.start("valkey", config={"rename-command": 'MONITOR ""'})
+    yield server
+    server_factory.stop(server)
+
+
+@pytest.fixture(scope="module")
+def valkey_with_narrow_users(server_factory: ServerFactory) -> Iterator[RunningServer]:
+    """Users denied SLOWLOG, only SLOWLOG LEN, MONITOR, and COMMAND (which MONITOR's probe uses)."""
+    server = server_factory.start(
+        "valkey",
+        acl_users=[
+            "noslowlog on >pw ~* &* +@all -slowlog",
+            "nolen on >pw ~* &* +@all -slowlog|len",
+            "nomonitor on >pw ~* &* +@all -monitor",
+            "nocommand on >pw ~* &* +@all -command",
+        ],
     )
     yield server
     server_factory.stop(server)
@@ -168,3 +208,103 @@ class TestDetect:
             pass
         assert identity.role == "slave"
         assert identity.type == "valkey"
+
+
+class TestMissingCommands:
+    async def test_renamed_config_and_slowlog_are_missing_and_the_rest_is_there(
+        self, detect_on: Detector, valkey_managed_like: RunningServer
+    ) -> None:
+        async with detect_on(valkey_managed_like) as identity:
+            pass
+        assert identity.capabilities.to_api() == {
+            **ALL_CAPABILITIES,
+            "hasConfig": False,
+            "hasSlowLog": False,
+        }
+        # The server's own words are kept for the explanation, per missing feature only.
+        refusals = dict(identity.capabilities.refusals)
+        assert set(refusals) == {"config", "slow_log"}
+        assert refusals["config"].startswith("unknown command 'CONFIG'")
+        assert refusals["slow_log"].startswith("unknown command 'SLOWLOG'")
+
+    async def test_a_user_denied_slowlog_lacks_only_the_slow_log(
+        self, detect_on: Detector, valkey_with_narrow_users: RunningServer
+    ) -> None:
+        async with detect_on(
+            valkey_with_narrow_users, username="noslowlog", password="pw"
+        ) as identity:
+            pass
+        assert identity.capabilities.to_api() == {**ALL_CAPABILITIES, "hasSlowLog": False}
+        assert (identity.capabilities.refusal("slow_log") or "").startswith("NOPERM")
+
+    async def test_a_user_denied_only_slowlog_len_still_has_the_slow_log(
+        self, detect_on: Detector, valkey_with_narrow_users: RunningServer
+    ) -> None:
+        # The poll reads SLOWLOG GET and does without LEN; the probe asks what it reads.
+        async with detect_on(valkey_with_narrow_users, username="nolen", password="pw") as identity:
+            pass
+        assert identity.capabilities.to_api() == ALL_CAPABILITIES
+
+    async def test_a_renamed_monitor_is_missing(
+        self, detect_on: Detector, valkey_without_monitor: RunningServer
+    ) -> None:
+        async with detect_on(valkey_without_monitor) as identity:
+            pass
+        assert identity.capabilities.to_api() == {**ALL_CAPABILITIES, "hasMonitor": False}
+        assert identity.capabilities.refusals == ()  # COMMAND INFO answers nil, no error
+
+    @pytest.mark.parametrize("username", ["nomonitor", "nocommand"])
+    async def test_monitor_listed_or_unknowable_counts_as_there(
+        self, detect_on: Detector, valkey_with_narrow_users: RunningServer, username: str
+    ) -> None:
+        # Denied by ACL it is still listed (the console's preflight tells the refusal), and
+        # a refused COMMAND INFO says nothing about MONITOR either way.
+        async with detect_on(
+            valkey_with_narrow_users, username=username, password="pw"
+        ) as identity:
+            pass
+        assert identity.capabilities.has_monitor is True
+        assert identity.capabilities.refusal("monitor") is None
+
+    @pytest.mark.parametrize(
+        ("fixture", "version_prefix"),
+        [("redis7_server", "7.0."), ("redis6_server", "6.2.")],
+        ids=["redis-7.0", "redis-6.2"],
+    )
+    async def test_plain_redis_has_config_slowlog_and_monitor(
+        self,
+        request: pytest.FixtureRequest,
+        detect_on: Detector,
+        fixture: str,
+        version_prefix: str,
+    ) -> None:
+        server: RunningServer = request.getfixturevalue(fixture)
+        async with detect_on(server) as identity:
+            pass
+        assert identity.version.startswith(version_prefix)
+        api = identity.capabilities.to_api()
+        assert (api["hasConfig"], api["hasSlowLog"], api["hasMonitor"]) == (True, True, True)
+
+
+class TestUnavailableReason:
+    def test_a_renamed_command_names_the_cause_and_quotes_the_server(self) -> None:
+        capabilities = Capabilities(refusals=(("slow_log", "unknown command 'SLOWLOG'"),))
+        assert unavailable_reason(capabilities, "slow_log") == (
+            "SLOWLOG is not available on this server: the command is renamed or disabled "
+            "(managed providers disable it on some plans). "
+            "The server answered: unknown command 'SLOWLOG'"
+        )
+
+    def test_a_denied_command_blames_the_connections_user(self) -> None:
+        denied = "NOPERM User w has no permissions to run the 'config|get' command"
+        capabilities = Capabilities(refusals=(("config", denied),))
+        assert unavailable_reason(capabilities, "config") == (
+            "CONFIG is not available on this server: this connection's user is not allowed "
+            f"to run it ({denied})"
+        )
+
+    def test_a_command_unknown_by_name_has_no_server_words(self) -> None:
+        assert unavailable_reason(Capabilities(), "monitor") == (
+            "MONITOR is not available on this server: the command is renamed or disabled "
+            "(managed providers disable it on some plans)"
+        )

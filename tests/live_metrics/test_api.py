@@ -2,7 +2,7 @@
 
 import socket
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import httpx
@@ -194,6 +194,36 @@ class TestEngineFailures:
                 response = await app.client.get(f"/api/metrics/{route}")
                 assert response.status_code == 503, (route, response.text)
                 assert str(port) in response.json()["message"]
+
+
+class TestWithoutConfig:
+    async def test_a_renamed_config_answers_501_explaining_it_without_asking_again(
+        self, fresh: Callable[..., RunningServer], memory_app_factory: AppFactory
+    ):
+        server = fresh("valkey", config={"rename-command": ['CONFIG ""']})
+        async with memory_app_factory(DB_HOST=server.host, DB_PORT=server.port) as app:
+            for route in ("config", "config?pattern=maxmemory*", "config/maxmemory"):
+                response = await app.client.get(f"/api/metrics/{route}")
+                assert_error(
+                    response,
+                    501,
+                    "CONFIG is not available on this server: the command is renamed or disabled "
+                    "(managed providers disable it on some plans)",
+                    "unknown command 'CONFIG'",
+                )
+            connection = await app.services.connections.get("env-default")
+            sent = app.services.connections.ledger(connection).costs()
+        assert sent["CONFIG GET"].calls == 1  # detection's probe; the routes knew already
+
+    async def test_a_user_denied_config_is_told_so(
+        self, fresh: Callable[..., RunningServer], memory_app_factory: AppFactory
+    ):
+        server = fresh("valkey", acl_users=["watcher on >pw ~* &* +@all -config"])
+        async with memory_app_factory(
+            DB_HOST=server.host, DB_PORT=server.port, DB_USERNAME="watcher", DB_PASSWORD="pw"
+        ) as app:
+            response = await app.client.get("/api/metrics/config/maxmemory")
+        assert_error(response, 501, "this connection's user is not allowed to run it (NOPERM")
 
 
 class TestReplica:

@@ -32,6 +32,18 @@ UNSUPPORTED = {
     "message": "Failed to get commandlog: COMMANDLOG not supported on this database version",
     "error": "Not Implemented",
 }
+SLOWLOG_ROUTES = [
+    ("GET", "/api/metrics/slowlog"),
+    ("GET", "/api/metrics/slowlog/length"),
+    ("DELETE", "/api/metrics/slowlog"),
+    ("GET", "/api/metrics/slowlog/patterns"),
+    ("GET", "/api/slowlog-analytics/entries"),
+]
+RENAMED_AWAY = (
+    "SLOWLOG is not available on this server: the command is renamed or disabled "
+    "(managed providers disable it on some plans). The server answered: unknown command "
+    "'SLOWLOG'"
+)
 COMMANDLOG_ROUTES = [
     ("GET", "/api/metrics/commandlog"),
     ("GET", "/api/metrics/commandlog/length"),
@@ -372,3 +384,59 @@ class TestDataIsolation:
                         assert not any(foreign in p for p in seen), (name, path)
         finally:
             server_factory.stop(other)
+
+
+@pytest.fixture(scope="module")
+def slowlog_refused(server_factory: ServerFactory) -> Iterator[RunningServer]:
+    """SLOWLOG renamed away, as some managed providers ship it."""
+    server = server_factory.start("valkey", config={"rename-command": 'SLOWLOG ""'})
+    yield server
+    server_factory.stop(server)
+
+
+@pytest.fixture(scope="module")
+def slowlog_denied(server_factory: ServerFactory) -> Iterator[RunningServer]:
+    server = server_factory.start(
+        "valkey", acl_users=["watcher on >watcher-pw ~* &* +@all -slowlog"]
+    )
+    yield server
+    server_factory.stop(server)
+
+
+class TestWithoutSlowlog:
+    async def test_every_route_501s_explaining_a_renamed_slowlog(
+        self, memory_app_factory: AppFactory, slowlog_refused: RunningServer
+    ):
+        async with memory_app_factory(**target_of(slowlog_refused)) as app:
+            for method, path in SLOWLOG_ROUTES:
+                response = await app.client.request(method, path)
+                assert response.status_code == 501, (method, path, response.text)
+                body = response.json()
+                assert body["error"] == "Not Implemented"
+                assert body["message"].startswith(RENAMED_AWAY), body
+            connection = await app.services.connections.get("env-default")
+            sent = app.services.connections.ledger(connection).costs()
+        # Only detection's probe reached the server; the routes answered from what it found.
+        assert sent["SLOWLOG GET"].calls == 1
+        assert not {"SLOWLOG LEN", "SLOWLOG RESET"} & sent.keys()
+
+    async def test_a_user_denied_slowlog_is_told_so_in_the_servers_words(
+        self, memory_app_factory: AppFactory, slowlog_denied: RunningServer
+    ):
+        async with memory_app_factory(
+            **target_of(slowlog_denied), DB_USERNAME="watcher", DB_PASSWORD="watcher-pw"
+        ) as app:
+            response = await app.client.get("/api/metrics/slowlog")
+        assert response.status_code == 501
+        message = response.json()["message"]
+        assert message.startswith(
+            "SLOWLOG is not available on this server: this connection's user is not allowed "
+            "to run it (NOPERM"
+        ), message
+
+    async def test_the_same_server_as_another_user_still_has_its_slow_log(
+        self, memory_app_factory: AppFactory, slowlog_denied: RunningServer
+    ):
+        async with memory_app_factory(**target_of(slowlog_denied)) as app:
+            response = await app.client.get("/api/metrics/slowlog")
+        assert response.status_code == 200, response.text

@@ -1,3 +1,5 @@
+from collections.abc import Callable
+
 import pytest
 
 from tests.fixtures.app import AppFactory, RunningApp
@@ -35,6 +37,34 @@ class TestHealth:
         assert body["database"]["status"] == "disconnected"
         assert body["database"]["errorKind"] == "unreachable"
         assert body["database"]["error"]
+
+    async def test_a_plain_valkey_reports_every_command_available(self, api: RunningApp):
+        capabilities = (await api.client.get("/health")).json()["database"]["capabilities"]
+        assert capabilities == dict.fromkeys(
+            [
+                "hasCommandLog",
+                "hasSlotStats",
+                "hasClusterSlotStats",
+                "hasLatencyMonitor",
+                "hasAclLog",
+                "hasMemoryDoctor",
+                "hasConfig",
+                "hasSlowLog",
+                "hasMonitor",
+            ],
+            True,
+        )
+
+    async def test_commands_a_provider_renamed_away_are_reported_missing(
+        self, memory_app_factory: AppFactory, fresh: Callable[..., RunningServer]
+    ):
+        server = fresh(
+            "valkey", config={"rename-command": ['CONFIG ""', 'SLOWLOG ""', 'MONITOR ""']}
+        )
+        async with memory_app_factory(DB_HOST=server.host, DB_PORT=server.port) as app:
+            capabilities = (await app.client.get("/health")).json()["database"]["capabilities"]
+        missing = {name for name, there in capabilities.items() if not there}
+        assert missing == {"hasConfig", "hasSlowLog", "hasMonitor"}
 
     async def test_unknown_connection_id_404s_naming_it(self, api: RunningApp):
         response = await api.client.get("/api/health", headers={"X-Connection-Id": "nope-123"})

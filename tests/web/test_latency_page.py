@@ -1,7 +1,7 @@
 """The Latency page against real servers: real spikes (DEBUG SLEEP), real engine limits."""
 
 import re
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 
 import pytest
 
@@ -119,6 +119,35 @@ class TestHistogram:
             html = await page(app)
         assert 'data-problem="unsupported"' in section(html, "latency-histogram")
         assert "data-problem" not in section(html, "latency-latest")  # 6.2 has LATENCY LATEST
+
+
+class TestWithoutConfig:
+    async def test_a_renamed_config_explains_the_missing_threshold(
+        self, memory_app_factory: AppFactory, fresh: Callable[..., RunningServer]
+    ):
+        server = fresh("valkey", config={"rename-command": 'CONFIG ""'})
+        async with memory_app_factory(**target_of(server)) as app:
+
+            async def detected() -> bool:
+                return 'data-problem="config"' in await page(app)
+
+            await eventually(detected)
+            html = await page(app)
+            connection = await app.services.connections.get("env-default")
+            sent = app.services.connections.ledger(connection).costs()
+        assert "The latency threshold cannot be shown." in html
+        assert "CONFIG is not available on this server: the command is renamed or disabled" in html
+        assert "data-threshold" not in html
+        # The rest of the page works: the latency monitor itself is there.
+        assert "data-problem" not in section(html, "latency-latest")
+        assert sent["CONFIG GET"].calls == 1  # detection's probe only
+
+    async def test_a_plain_valkey_shows_no_config_notice(self, watching: RunningApp):
+        async def detected() -> bool:
+            return "latency-monitor-off" in await page(watching)
+
+        await eventually(detected)
+        assert 'data-problem="config"' not in await page(watching)
 
 
 class TestWithoutTheMonitor:

@@ -3,7 +3,7 @@ the COMMANDLOG tabs on Valkey, their requirement on Redis, and states without an
 
 import random
 import re
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 
 import pytest
 
@@ -200,3 +200,49 @@ class TestWithoutCommandLog:
             assert REQUIREMENT not in html
             slow = await page(app)
             assert "No slow commands stored yet." in slow
+
+
+class TestWithoutSlowlog:
+    @pytest.mark.parametrize(
+        ("config", "acl_users", "user", "why"),
+        [
+            pytest.param(
+                {"rename-command": 'SLOWLOG ""'},
+                [],
+                {},
+                "the command is renamed or disabled (managed providers disable it on some plans)",
+                id="renamed",
+            ),
+            pytest.param(
+                {},
+                ["watcher on >pw ~* &* +@all -slowlog"],
+                {"DB_USERNAME": "watcher", "DB_PASSWORD": "pw"},
+                "this connection&#39;s user is not allowed to run it (NOPERM",
+                id="denied",
+            ),
+        ],
+    )
+    async def test_the_slow_tab_explains_the_missing_slowlog_instead_of_history(
+        self,
+        memory_app_factory: AppFactory,
+        fresh: Callable[..., RunningServer],
+        config: dict[str, str],
+        acl_users: list[str],
+        user: dict[str, str],
+        why: str,
+    ):
+        server = fresh("valkey", config={**LOGS_EVERYTHING, **config}, acl_users=acl_users)
+        async with memory_app_factory(**FAST, **target_of(server), **user) as app:
+            await shows(app, "SLOWLOG is not available on this server")
+            html = await page(app)
+            fragment = await page(app, "/ui/slowlog/log")
+            request_tab = await page(app, log="large-request")
+        for shown in (html, fragment):
+            assert 'data-problem="unsupported"' in shown
+            assert "Not available here." in shown
+            assert why in shown
+            assert 'data-section="entries"' not in shown
+        assert 'data-problem="error"' not in html
+        assert 'data-tab="slow"' in html  # the tabs stay: COMMANDLOG still works here
+        assert "SLOWLOG is not available" not in request_tab
+        assert 'data-section="entries"' in request_tab

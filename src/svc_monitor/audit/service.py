@@ -10,10 +10,12 @@ from svc_monitor.audit.schemas import (
     TimeRange,
 )
 from svc_monitor.audit.store import AuditFilter, AuditStore
+from svc_monitor.connections.availability import CommandUnavailable, require_feature
 from svc_monitor.engine.acl import AclLogEntry, parse_acl_log
-from svc_monitor.engine.capabilities import EngineIdentity
+from svc_monitor.engine.capabilities import EngineIdentity, is_refusal
 from svc_monitor.engine.client import EngineClient
 from svc_monitor.engine.errors import EngineError
+from svc_monitor.engine.info import parse_version
 from svc_monitor.errors import NotSupported, Unavailable
 
 # The server keeps 128 entries by default (acllog-max-len); asking for more costs nothing.
@@ -114,17 +116,24 @@ def _counts(rows: Any) -> dict[str, ReasonCount]:
 
 
 def _require_acl_log(identity: EngineIdentity | None) -> None:
-    if identity is not None and not identity.capabilities.has_acl_log:
-        raise NotSupported(
-            f"ACL LOG is not available on this {identity.type} {identity.version} "
-            "(it needs version 6.0 or newer and the right to run ACL LOG)"
-        )
+    if identity is None or identity.capabilities.has_acl_log:
+        return
+    if parse_version(identity.version) >= (6, 0, 0):
+        # Refused by a server that has ACL (renamed, disabled by the provider, denied to
+        # the user): why, with its words, rather than a version requirement it meets.
+        require_feature(identity, "acl_log")
+    raise NotSupported(
+        f"ACL LOG is not available on this {identity.type} {identity.version} "
+        "(it needs version 6.0 or newer and the right to run ACL LOG)"
+    )
 
 
 async def _live(client: EngineClient, *args: Any) -> Any:
     try:
         return await client.execute(*args)
     except EngineError as exc:
+        if is_refusal(exc):  # refused although detection found it: explained, 501
+            raise CommandUnavailable(f"{args[0]} {args[1]} was refused: {exc.message}") from None
         raise Unavailable(
             f"The instance did not answer {args[0]} {args[1]}: {exc.message}"
         ) from None

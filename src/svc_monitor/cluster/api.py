@@ -34,13 +34,15 @@ LogType = Annotated[
 
 
 @router.get(
-    "/slowlog", response_model=list[ClusterLogEntry], responses=error_responses(404, 409, 422)
+    "/slowlog",
+    response_model=list[ClusterLogEntry],
+    responses=error_responses(404, 409, 422, 501),
 )
 async def list_cluster_slowlog(
     connection: SelectedConnection, clusters: ClustersDep, count: Count = 100
 ) -> list[ClusterLogEntry]:
     """The slow logs of every node, read live and merged newest first; each entry names
-    the node (host:port) that logged it."""
+    the node (host:port) that logged it (501 where SLOWLOG is renamed, disabled or denied)."""
     return await clusters.merged_log(connection, count=count)
 
 

@@ -13,10 +13,11 @@ One pass per connection every CONFIG_WATCH_INTERVAL_MS:
 
 The first pass on a connection takes the baseline and publishes nothing. ACL LIST is not
 asked where the identity has no ACL LOG (Redis < 6, or a monitoring user without ACL
-rights), so our refusal never lands in the log the audit poll reports. A command the server
-refuses anyway (CONFIG renamed away by a managed provider, a user without the right) is
-logged once at debug level and not tried again on that connection until it is re-added or
-edited (`forget`); a passing error (-LOADING, a timeout) reaches the loop and its backoff.
+rights), so our refusal never lands in the log the audit poll reports, nor CONFIG GET where
+detection found CONFIG missing (renamed away by a managed provider, denied to the user). A
+command the server refuses anyway is logged once at debug level and not tried again until
+the connection is detected afresh (a reconnect) or re-added or edited (`forget`); a passing
+error (-LOADING, a timeout) reaches the loop and its backoff.
 
 `modified_by` is best effort: the clients of `CLIENT LIST` whose last command was the one
 that makes such a change (`user@ip:port`, several joined by ", "), else "unknown". A client
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from svc_monitor.config import Settings
-from svc_monitor.engine.capabilities import EngineIdentity
+from svc_monitor.engine.capabilities import EngineIdentity, is_refusal
 from svc_monitor.engine.client import CLIENT_NAME
 from svc_monitor.engine.clients import ClientInfo, parse_client_list
 from svc_monitor.engine.errors import EngineError, EngineResponseError
@@ -47,10 +48,6 @@ UNKNOWN = "unknown"
 # Shown instead of the value of a parameter that holds a credential.
 MASKED = "***"
 
-# Error replies that mean "this command is not for you here", as opposed to a passing state
-# such as -LOADING or -BUSY, which reaches the loop and is retried after its backoff.
-_REFUSALS = ("unknown command", "unknown subcommand", "noperm", "not allowed", "not supported")
-
 # CLIENT LIST `cmd=` of the commands that make each kind of change. Redis < 7 names only
 # the container command ("config", "acl"), so those match any of its subcommands there.
 _CONFIG_WRITERS = frozenset({"config|set", "config"})
@@ -67,6 +64,9 @@ def is_secret_parameter(name: str) -> bool:
 class _Watch:
     """What one connection looked like at the last pass."""
 
+    # The detection these flags were learnt under: a reconnect detects afresh, and what was
+    # refused then (a user given the right since, a provider plan changed) is asked again.
+    identity: EngineIdentity | None = None
     users: dict[str, str] | None = None  # user -> rule line; None until the baseline
     config: dict[str, str] | None = None
     config_set_calls: int | None = None  # as counted at the last pass, our own reads added
@@ -88,6 +88,9 @@ class ConfigWatch:
         if identity is None:
             return  # not detected yet: whether ACL exists is unknown
         watch = self._watches.setdefault(target.connection.id, _Watch())
+        if watch.identity is not identity:
+            watch.identity = identity
+            watch.acl_off = watch.config_off = watch.clients_off = False
         by = _Attribution(target, watch, self._live_state)
         # Each part publishes before the next runs: a failure in the CONFIG part must not
         # lose user changes the ACL part has already taken into its baseline.
@@ -131,7 +134,7 @@ class ConfigWatch:
         try:
             reply = await target.client.execute("ACL", "LIST")
         except EngineResponseError as exc:
-            if not _refused(exc):
+            if not is_refusal(exc):
                 raise
             watch.acl_off = True
             _stopped(connection_id, "ACL LIST", exc.message)
@@ -143,7 +146,7 @@ class ConfigWatch:
     async def _config_changes(
         self, target: PollTarget, identity: EngineIdentity, watch: _Watch
     ) -> list[tuple[str, str, str]]:
-        if watch.config_off:
+        if watch.config_off or not identity.capabilities.has_config:
             return []
         connection_id = target.connection.id
         try:
@@ -154,7 +157,7 @@ class ConfigWatch:
                 return []
             reply = await target.client.execute("CONFIG", "GET", "*")
         except EngineResponseError as exc:
-            if not _refused(exc):
+            if not is_refusal(exc):
                 raise
             watch.config_off = True
             _stopped(connection_id, "INFO commandstats / CONFIG GET", exc.message)
@@ -195,7 +198,7 @@ class _Attribution:
         except EngineError as exc:
             # Broader than elsewhere on purpose: the changes are already in the baseline,
             # so failing the pass here would lose their events for a name that is a bonus.
-            if isinstance(exc, EngineResponseError) and _refused(exc):
+            if isinstance(exc, EngineResponseError) and is_refusal(exc):
                 self._watch.clients_off = True
                 _stopped(connection_id, "CLIENT LIST", exc.message)
             else:
@@ -273,15 +276,11 @@ def _counts_whole_command(identity: EngineIdentity) -> bool:
     return identity.type == "redis" and parse_version(identity.version) < (7, 0, 0)
 
 
-def _refused(exc: EngineResponseError) -> bool:
-    message = exc.message.lower()
-    return any(marker in message for marker in _REFUSALS)
-
-
 def _stopped(connection_id: str, command: str, why: str) -> None:
     logger.debug(
-        "%s: %s refused, not watched until the connection changes (%s)", connection_id, command, why
-    )
+        "%s: %s refused, not asked again until the connection is detected afresh (%s)",
+        connection_id, command, why,
+    )  # fmt: skip
 
 
 def _interval(_: RuntimeSettingsValues, settings: Settings) -> int:

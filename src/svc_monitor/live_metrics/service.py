@@ -12,9 +12,10 @@ import datetime
 from typing import Any
 
 from svc_monitor.cluster.service import ClusterNotDiscovered, ClusterService
+from svc_monitor.connections.availability import require_live_feature
 from svc_monitor.connections.models import Connection
 from svc_monitor.connections.service import ConnectionService
-from svc_monitor.engine.capabilities import EngineIdentity
+from svc_monitor.engine.capabilities import EngineIdentity, unavailable_reason
 from svc_monitor.engine.client import EngineClient
 from svc_monitor.engine.cluster import parse_cluster_info, parse_cluster_nodes, top_slot_stats
 from svc_monitor.engine.errors import EngineError, EngineResponseError
@@ -153,7 +154,10 @@ class LiveMetricsService:
 
     async def memory_doctor(self, connection: Connection) -> str:
         identity = await self._identity(connection)
-        if not identity.capabilities.has_memory_doctor:
+        capabilities = identity.capabilities
+        if not capabilities.has_memory_doctor:
+            if capabilities.refusal("memory_doctor") is not None:  # refused, not too old
+                raise FeatureUnavailable(unavailable_reason(capabilities, "memory_doctor"))
             raise FeatureUnavailable(
                 "MEMORY DOCTOR is not available on this server (it needs Redis 4.0+ or Valkey, "
                 "and the command must not be renamed or denied)"
@@ -250,6 +254,9 @@ class LiveMetricsService:
 
     async def config(self, connection: Connection, pattern: str) -> ConfigValues:
         # TODO(auth): values can hold credentials (requirepass, masterauth); never log them.
+        # Detection found CONFIG missing (a managed provider's plan, rename-command, ACL):
+        # say why with a 501 rather than send it again for the server's refusal.
+        await require_live_feature(self._connections, connection, "config")
         reply = await self._call(connection, "CONFIG", "GET", pattern)
         return ConfigValues({name: text(value) for name, value in pairs(reply)})
 

@@ -41,6 +41,12 @@ class LogPoller:
         self._patterns: _PatternMemo = {}
 
     async def poll_slowlog(self, target: PollTarget) -> None:
+        identity = target.identity
+        if identity is None or not identity.capabilities.has_slow_log:
+            # Not detected yet (or down), or detection found SLOWLOG missing: renamed,
+            # disabled by the provider, denied. Not asked until a reconnect probes afresh,
+            # so a NOPERM user's refusals never pile up in the ACL log we audit.
+            return
         connection_id = target.connection.id
         commands: list[list[Any]] = [["SLOWLOG", "GET", FETCH_COUNT]]
         if connection_id not in self._length_refused:

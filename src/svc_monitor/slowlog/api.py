@@ -39,7 +39,10 @@ MinDuration = Annotated[
     ),
 ]
 
-_LIVE_ERRORS = error_responses(404, 409, 422, 503)
+# 501: SLOWLOG renamed, disabled by a managed provider or denied to the connection's user
+# (found by detection); the message says which and why.
+_LIVE_ERRORS = error_responses(404, 409, 422, 501, 503)
+_HISTORY_ERRORS = error_responses(404, 422, 501)
 _COMMANDLOG_ERRORS = error_responses(404, 409, 422, 501, 503)
 
 
@@ -47,7 +50,8 @@ _COMMANDLOG_ERRORS = error_responses(404, 409, 422, 501, 503)
 async def get_slowlog(
     connection: SelectedConnection, slowlog: SlowlogDep, count: Count = 10
 ) -> list[LogEntryRead]:
-    """The newest `count` slow-log entries, read live from the server, newest first."""
+    """The newest `count` slow-log entries, read live from the server, newest first (501
+    where the server has no usable SLOWLOG: renamed, disabled, or denied to this user)."""
     return await slowlog.slowlog(connection, count=count)
 
 
@@ -64,9 +68,7 @@ async def reset_slowlog(connection: SelectedConnection, slowlog: SlowlogDep) -> 
     return LogReset(success=True)
 
 
-@router.get(
-    "/metrics/slowlog/patterns", response_model=PatternAnalysis, responses=error_responses(404, 422)
-)
+@router.get("/metrics/slowlog/patterns", response_model=PatternAnalysis, responses=_HISTORY_ERRORS)
 async def get_slowlog_patterns(
     connection: SelectedConnection, slowlog: SlowlogDep, count: Count = 128
 ) -> PatternAnalysis:
@@ -125,7 +127,7 @@ async def get_commandlog_patterns(
 @router.get(
     "/slowlog-analytics/entries",
     response_model=list[StoredLogEntry],
-    responses=error_responses(404, 422),
+    responses=_HISTORY_ERRORS,
 )
 async def list_slowlog_entries(
     connection: SelectedConnection,

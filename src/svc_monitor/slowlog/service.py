@@ -17,8 +17,10 @@ from typing import Any, TypeAlias
 
 from sqlalchemy import Row
 
+from svc_monitor.connections.availability import CommandUnavailable, require_live_feature
 from svc_monitor.connections.models import Connection
 from svc_monitor.connections.service import ConnectionService
+from svc_monitor.engine.capabilities import is_refusal
 from svc_monitor.engine.client import EngineClient
 from svc_monitor.engine.errors import EngineError
 from svc_monitor.engine.slowlog import LogEntry, LogType, parse_log_reply
@@ -116,14 +118,23 @@ class SlowlogService:
     # --- live reads ---
 
     async def slowlog(self, connection: Connection, *, count: int) -> list[LogEntryRead]:
+        await self.require_slow_log(connection)
         reply = await self._live(connection, "get slowlog", "SLOWLOG", "GET", count)
         return [_live_entry(e) for e in parse_log_reply(reply)]
 
     async def slowlog_length(self, connection: Connection) -> int:
+        await self.require_slow_log(connection)
         return int(await self._live(connection, "get slowlog length", "SLOWLOG", "LEN"))
 
     async def reset_slowlog(self, connection: Connection) -> None:
+        await self.require_slow_log(connection)
         await self._live(connection, "reset slowlog", "SLOWLOG", "RESET")
+
+    async def require_slow_log(self, connection: Connection) -> None:
+        """CommandUnavailable (501, with why) when detection found SLOWLOG missing: renamed,
+        disabled by a managed provider, or denied to this connection's user. History is
+        refused too, as COMMANDLOG's is: nothing is polled into it on such a connection."""
+        await require_live_feature(self._connections, connection, "slow_log")
 
     async def commandlog(
         self, connection: Connection, *, count: int, log_type: LogType
@@ -165,6 +176,8 @@ class SlowlogService:
         """Pattern analysis over the newest `count` stored entries."""
         if log_type is not None:
             await self.require_command_log(connection)
+        else:
+            await self.require_slow_log(connection)
         rows = await self._store.entries(connection.id, log_type=log_type, limit=count)
         return analyze([_stored_entry(r) for r in rows], analyzed_at=now_ms())
 
@@ -179,6 +192,7 @@ class SlowlogService:
         limit: int,
         offset: int,
     ) -> list[StoredLogEntry]:
+        await self.require_slow_log(connection)
         rows = await self._store.entries(
             connection.id,
             log_type=None,
@@ -221,7 +235,11 @@ class SlowlogService:
         try:
             return await client.execute(*command)
         except EngineError as exc:
-            # Down, hung, or the command refused (NOPERM, renamed): the engine's words, 503.
+            if is_refusal(exc):
+                # Refused although detection found it (a subcommand denied, say): a missing
+                # feature, explained, not the instance failing.
+                raise CommandUnavailable(f"Failed to {what}: {exc.message}") from None
+            # Down or hung: the engine's words, 503.
             raise Unavailable(f"Failed to {what}: {exc.message}") from None
 
 

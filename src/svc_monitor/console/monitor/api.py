@@ -91,7 +91,7 @@ async def preflight_capture(
     "/monitor/sessions",
     status_code=status.HTTP_201_CREATED,
     response_model=CaptureRead,
-    responses=error_responses(404, 409, 422, 503),
+    responses=error_responses(404, 409, 422, 501, 503),
 )
 async def start_capture(
     request: Request, connection: SelectedConnection, monitor: MonitorDep, body: Settings = None
@@ -103,7 +103,8 @@ async def start_capture(
     (default 8 MiB, at most 32 MiB), or when stopped. With MONITOR_REDACT_VALUES=true
     only command and key names are kept. 409 while a capture runs on this connection,
     or when the engine refuses MONITOR for this connection's user (the message says
-    why); 503 when the engine does not answer."""
+    why); 501 when detection found MONITOR missing (renamed away, or disabled by a managed
+    provider); 503 when the engine does not answer."""
     principal = principal_of(request)
     session = await monitor.start(
         connection,

@@ -5,6 +5,10 @@ One capture may run per connection. The capture runs in the process that started
 exports work from any replica, a stop asked on another replica reaches it through the row
 (`stop_requested_by`), and a row whose process died is marked failed once its heartbeat
 has been silent for SILENT_AFTER_MS (at once at startup on single-process storage).
+
+Where detection found MONITOR missing (COMMAND INFO knows no such command: renamed away,
+or disabled by a managed provider), neither the preflight nor a start opens a stream for
+it: they say why instead.
 """
 
 import asyncio
@@ -15,6 +19,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 
 from svc_monitor.config import Settings, StorageType
+from svc_monitor.connections.availability import CommandUnavailable, require_live_feature
 from svc_monitor.connections.live import LiveConnections
 from svc_monitor.connections.models import Connection
 from svc_monitor.connections.service import ConnectionService
@@ -146,7 +151,12 @@ class MonitorService:
         if running is not None:
             allowed = True  # a capture is reading MONITOR right now
         elif problem is None:
-            allowed, problem = await self._probe(connection)
+            try:
+                await require_live_feature(self._connections, connection, "monitor")
+            except CommandUnavailable as exc:
+                allowed, problem = False, exc.message  # known missing: no stream opened
+            else:
+                allowed, problem = await self._probe(connection)
         lines = None if ops is None else int(ops * caps.duration_ms / 1000)
         size = None
         if lines is not None:
@@ -179,6 +189,7 @@ class MonitorService:
         try:
             if await self.running(connection) is not None:
                 raise busy
+            await require_live_feature(self._connections, connection, "monitor")
             target = self._live.target(connection)
             try:
                 stream = await self._open(target)

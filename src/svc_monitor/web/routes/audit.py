@@ -15,7 +15,8 @@ from fastapi.responses import HTMLResponse
 
 from svc_monitor.audit.schemas import AuditEntry, AuditStats
 from svc_monitor.connections.models import Connection
-from svc_monitor.engine.capabilities import EngineIdentity
+from svc_monitor.engine.capabilities import EngineIdentity, unavailable_reason
+from svc_monitor.engine.info import parse_version
 from svc_monitor.events import now_ms
 from svc_monitor.web.dependencies import Ui, UiDep
 from svc_monitor.web.links import filter_query
@@ -94,6 +95,13 @@ def parse_filters(
 def acl_log_requirement(identity: EngineIdentity | None) -> Section[None] | None:
     if identity is None or identity.capabilities.has_acl_log:
         return None  # unknown yet: the stored history is still worth showing
+    if identity.capabilities.refusal("acl_log") is not None and parse_version(identity.version) >= (
+        6,
+        0,
+        0,
+    ):
+        # A server with ACL that refused it: renamed, disabled by the provider, or denied.
+        return Section.unsupported(unavailable_reason(identity.capabilities, "acl_log"))
     return Section.unsupported(
         f"{REQUIREMENT}. This instance is {identity.type.capitalize()} {identity.version}, "
         "or it refuses ACL LOG to this user."

@@ -11,10 +11,11 @@ from fastapi import APIRouter
 from fastapi.responses import HTMLResponse
 
 from svc_monitor.connections.models import Connection
+from svc_monitor.engine.capabilities import unavailable_reason
 from svc_monitor.engine.info import parse_version
 from svc_monitor.events import now_ms
 from svc_monitor.latency.schemas import HistogramEntry, LatencyHistogramRead, LatencySnapshotRead
-from svc_monitor.live_metrics.schemas import CommandHistogramRead
+from svc_monitor.live_metrics.schemas import CommandHistogramRead, ConfigParameterRead
 from svc_monitor.web.dependencies import Ui, UiDep
 from svc_monitor.web.live import load_live
 from svc_monitor.web.pages import RANGES, Page
@@ -169,6 +170,18 @@ async def _missing(message: str) -> Section[list[CommandLatency]]:
     return Section.unsupported(message)
 
 
+async def _threshold(
+    ui: Ui, connection: Connection, monitored: bool
+) -> Section[ConfigParameterRead]:
+    """latency-monitor-threshold, read with CONFIG GET; where detection found CONFIG missing
+    (a managed provider's plan, rename-command, ACL), why it cannot be shown, unasked."""
+    identity = ui.shell.identity
+    if identity is not None and not identity.capabilities.has_config:
+        return Section.unsupported(unavailable_reason(identity.capabilities, "config"))
+    live = ui.features.live_metrics
+    return await _monitor(ui, monitored, lambda: live.config_parameter(connection, THRESHOLD))
+
+
 @router.get("/latency")
 async def latency_page(ui: UiDep) -> HTMLResponse:
     """Latest spikes per event, their history, command latency histograms, and the doctor."""
@@ -180,7 +193,7 @@ async def latency_page(ui: UiDep) -> HTMLResponse:
     monitored = identity is None or identity.capabilities.has_latency_monitor
     since = now_ms() - _RECENT_MS
     threshold, latest, doctor, histogram, spikes = await asyncio.gather(
-        _monitor(ui, monitored, lambda: live.config_parameter(connection, THRESHOLD)),
+        _threshold(ui, connection, monitored),
         _monitor(ui, monitored, lambda: live.latency_latest(connection)),
         _monitor(ui, monitored, lambda: live.latency_doctor(connection)),
         _histogram(ui, connection, since) if monitored else _missing(NO_MONITOR),
@@ -191,6 +204,10 @@ async def latency_page(ui: UiDep) -> HTMLResponse:
         PAGE,
         "latency/page.html",
         threshold=threshold.value.value if threshold.value else None,
+        # Only CONFIG's own absence is worth a note; the other sections tell the rest.
+        threshold_missing=(
+            threshold.message if monitored and threshold.problem == "unsupported" else None
+        ),
         latest=latest,
         events=events,
         histogram=histogram,

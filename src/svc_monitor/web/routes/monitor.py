@@ -3,7 +3,9 @@ with its live tail (static/monitor.js reads /api/monitor/ws), stop and export.
 
 Every read and change goes through MonitorService (console/monitor/), the same calls as
 /api/monitor/*; a member sees the page whole except the controls that change things,
-which auth/roles.py refuses them anyway.
+which auth/roles.py refuses them anyway. Where detection found MONITOR missing (renamed
+away, or disabled by a managed provider), the preflight and the start form give way to
+that explanation; the stored captures stay listed.
 """
 
 from typing import Annotated, Any
@@ -18,6 +20,7 @@ from svc_monitor.console.monitor.service import (
     MAX_DURATION_MS,
     TAIL_BACKLOG,
 )
+from svc_monitor.engine.capabilities import unavailable_reason
 from svc_monitor.errors import AppError
 from svc_monitor.web.dependencies import FromThisPage, Ui, UiDep
 from svc_monitor.web.forms import parse_form
@@ -60,6 +63,14 @@ def _context(ui: Ui) -> dict[str, Any]:
     }
 
 
+def monitor_missing(ui: Ui) -> Section[None] | None:
+    """Why no capture can start here, when detection found MONITOR missing; else None."""
+    identity = ui.shell.identity
+    if identity is None or identity.capabilities.has_monitor:
+        return None  # unknown yet, or listed: the preflight tries it and says what it found
+    return Section.unsupported(unavailable_reason(identity.capabilities, "monitor"))
+
+
 async def _captures(ui: Ui) -> Section[list[CaptureSession]]:
     connection = ui.shell.connection
     if connection is None:
@@ -77,6 +88,7 @@ async def monitor_page(ui: UiDep) -> HTMLResponse:
         "monitor/page.html",
         captures=await _captures(ui),
         duration=DEFAULT_DURATION_MS,
+        missing=monitor_missing(ui),
         **_context(ui),
     )
 
@@ -93,6 +105,9 @@ async def preflight_panel(ui: UiDep, duration_ms: DurationQuery = None) -> HTMLR
     """What starting a capture would do now, for the chosen duration."""
     if pushed(ui.shell):
         return ui.fragment("shell/needs_live.html")
+    missing = monitor_missing(ui)
+    if missing is not None:  # the explanation, with no probe that would only be refused
+        return ui.fragment("monitor/preflight.html", preflight=missing, **_context(ui))
     connection = ui.shell.connection
     preflight = None
     if connection is not None:

@@ -8,7 +8,9 @@ fourth tab would list the same commands twice, while one source keeps the slow t
 the same on Redis, on older Valkey and across an upgrade. Large requests and large
 replies exist only in COMMANDLOG: elsewhere their tabs show the requirement, and
 while the engine has not answered yet (capabilities unknown) they say that instead
-of asking the engine live on every view.
+of asking the engine live on every view. Where detection found SLOWLOG itself missing
+(renamed away, disabled by a managed provider, denied to the connection's user), the
+slow tab says so in place of its history, since nothing is polled into it.
 
 Every read is stored history through SlowlogService, the same calls that back
 /api/slowlog-analytics/entries and /api/metrics/{slowlog,commandlog}/patterns:
@@ -23,7 +25,7 @@ from fastapi import APIRouter, Query
 from fastapi.responses import HTMLResponse
 
 from svc_monitor.connections.models import Connection
-from svc_monitor.engine.capabilities import EngineIdentity
+from svc_monitor.engine.capabilities import EngineIdentity, unavailable_reason
 from svc_monitor.engine.info import parse_version
 from svc_monitor.engine.slowlog import LogType
 from svc_monitor.events import now_ms
@@ -132,12 +134,21 @@ def _whole(text: str | None) -> int | None:
 
 def command_log_requirement(identity: EngineIdentity) -> Section[None] | None:
     """The requirement message when this engine lacks COMMANDLOG, or None when it has it."""
-    if identity.capabilities.has_command_log:
+    capabilities = identity.capabilities
+    if capabilities.has_command_log:
         return None
-    detail = f"This instance is {identity.type.capitalize()} {identity.version}."
     if identity.type == "valkey" and parse_version(identity.version) >= (8, 1, 0):
-        detail = "This Valkey refuses it (renamed, or not allowed for this user)."
+        # New enough, so refused: renamed, disabled by the provider, or denied (its words).
+        return Section.unsupported(unavailable_reason(capabilities, "command_log"))
+    detail = f"This instance is {identity.type.capitalize()} {identity.version}."
     return Section.unsupported(f"{REQUIREMENT}. {detail}")
+
+
+def slow_log_requirement(identity: EngineIdentity) -> Section[None] | None:
+    """Why the slow tab has nothing when detection found SLOWLOG missing, else None."""
+    if identity.capabilities.has_slow_log:
+        return None
+    return Section.unsupported(unavailable_reason(identity.capabilities, "slow_log"))
 
 
 async def read_log(ui: Ui, connection: Connection, filters: Filters) -> LogView:
@@ -147,8 +158,12 @@ async def read_log(ui: Ui, connection: Connection, filters: Filters) -> LogView:
         # Unknown until the engine answers; asking it here would hold the page for a
         # connect timeout whenever it is down (the banner above says which it is).
         return LogView(filters, None, True, Section(value=[]), False, Section())
-    if log_type is not None and identity is not None:
-        requirement = command_log_requirement(identity)
+    if identity is not None:
+        requirement = (
+            slow_log_requirement(identity)
+            if log_type is None
+            else command_log_requirement(identity)
+        )
         if requirement is not None:
             return LogView(filters, requirement, False, Section(value=[]), False, Section())
     service = ui.features.slowlog
