@@ -8,4 +8,5 @@ pytest_plugins = [
     "tests.fixtures.broker",
     "tests.fixtures.receiver",
     "tests.fixtures.otlp_receiver",
+    "tests.fixtures.sshd",
 ]

@@ -135,6 +135,7 @@ def build_services(settings: Settings, *, clock: Callable[[], float] = time.time
         connect_timeout_s=settings.ENGINE_CONNECT_TIMEOUT_MS / 1000,
         command_timeout_s=settings.ENGINE_COMMAND_TIMEOUT_MS / 1000,
         tls_ca_file=str(settings.ENGINE_TLS_CA_FILE) if settings.ENGINE_TLS_CA_FILE else None,
+        ssh_key_dir=settings.SVC_SSH_KEY_DIR,
     )
     meta = AppMetaStore(db)
     bus = EventBus()

@@ -24,6 +24,7 @@ from pydantic import (
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from svc_monitor.auth.broker_keys import BrokerKeyError, load_broker_key
+from svc_monitor.connections.pem import check_certificates, check_private_key, key_matches
 
 logger = logging.getLogger(__name__)
 
@@ -68,6 +69,11 @@ class Settings(BaseSettings):
     DB_USERNAME: str = "default"
     DB_PASSWORD: SecretStr | None = None
     DB_TLS: bool = False
+    # ours: PEM files whose text becomes the default connection's tlsCaCert, tlsCert and
+    # tlsKey when it is created (first start), like DB_HOST; the API changes them later.
+    DB_TLS_CA_FILE: Path | None = None
+    DB_TLS_CERT_FILE: Path | None = None
+    DB_TLS_KEY_FILE: Path | None = None
     DB_TYPE: EngineTypeSetting = EngineTypeSetting.AUTO
 
     # --- storage ---
@@ -201,6 +207,9 @@ class Settings(BaseSettings):
 
     @field_validator(
         "DB_PASSWORD",
+        "DB_TLS_CA_FILE",
+        "DB_TLS_CERT_FILE",
+        "DB_TLS_KEY_FILE",
         "STORAGE_URL",
         "STORAGE_AUTH_TOKEN",
         "ENCRYPTION_KEY",
@@ -241,8 +250,24 @@ class Settings(BaseSettings):
             raise ValueError(str(exc)) from None
         return value
 
+    @field_validator("DB_TLS_CA_FILE", "DB_TLS_CERT_FILE", "DB_TLS_KEY_FILE")
+    @classmethod
+    def _pem_file(cls, path: Path | None, info: ValidationInfo) -> Path | None:
+        # Checked here so a wrong file stops startup with one line, not the first connect.
+        if path is None:
+            return None
+        text = _read_pem(path)
+        if info.field_name == "DB_TLS_KEY_FILE":
+            check_private_key(text)
+        elif info.field_name == "DB_TLS_CERT_FILE":
+            check_certificates(text, what="a client certificate")
+        else:
+            check_certificates(text, what="CA certificates")
+        return path
+
     @model_validator(mode="after")
     def _cross_field_rules(self) -> "Settings":
+        _check_client_pair(self.DB_TLS_CERT_FILE, self.DB_TLS_KEY_FILE)
         if self.STORAGE_TYPE in (StorageType.POSTGRES, StorageType.TURSO) and not self.STORAGE_URL:
             raise ValueError(f"STORAGE_URL is required when STORAGE_TYPE={self.STORAGE_TYPE.value}")
         if self.STORAGE_TYPE is StorageType.TURSO:
@@ -258,6 +283,24 @@ class Settings(BaseSettings):
     @property
     def offline_license_file(self) -> Path:
         return self.SVC_OFFLINE_LICENSE_FILE or self.SVC_DATA_DIR / "license-offline.jwt"
+
+
+def _read_pem(path: Path) -> str:
+    try:
+        return path.expanduser().read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{path} is not PEM text") from None
+
+
+def _check_client_pair(cert: Path | None, key: Path | None) -> None:
+    if cert is not None and key is None:
+        raise ValueError("DB_TLS_KEY_FILE is required with DB_TLS_CERT_FILE")
+    if key is not None and cert is None:
+        raise ValueError("DB_TLS_CERT_FILE is required with DB_TLS_KEY_FILE")
+    if cert is not None and key is not None and not key_matches(_read_pem(cert), _read_pem(key)):
+        raise ValueError("DB_TLS_KEY_FILE is not the private key of DB_TLS_CERT_FILE")
 
 
 def _check_turso(url: SecretStr | None, token: SecretStr | None) -> None:

@@ -88,6 +88,8 @@ class ErrorBody(BaseModel):
     feature: str | None = Field(None, description="403 from a feature gate: the locked feature")
     requiredTier: str | None = Field(None, description="403 from a feature gate")
     currentTier: str | None = Field(None, description="403 from a feature gate")
+    errorKind: str | None = Field(None, description="400 from a connection test: the failure")
+    hint: str | None = Field(None, description="400 from a connection test: what to change")
 
 
 def error_body(status_code: int, message: str, **extra: Any) -> dict[str, Any]:

@@ -9,6 +9,7 @@ import pytest
 
 from tests.fixtures.app import AppFactory, RunningApp
 from tests.fixtures.servers import RunningServer, ServerFactory, TlsFiles
+from tests.fixtures.sshd import SSH_LOGIN_TIMEOUTS, RunningSshd, SshdFactory, tunnel_fields
 
 PASSWORD = "s3cret-Pa55word"
 ALICE_PASSWORD = "alice-Pa55word"
@@ -569,11 +570,17 @@ class TestConnectionHeader:
 
 
 class TestSshTunnel:
+    """The sshTunnel fields' rules; the tunnel at work is tests/connections/test_ssh_tunnel.py.
+    A connection is tested through its tunnel before it is saved, so the valid ones here go
+    through a real sshd."""
+
     @pytest.fixture
-    def key_dir(self, tmp_path: Path) -> Path:
+    def key_dir(self, tmp_path: Path, sshd_factory: SshdFactory) -> Path:
         directory = tmp_path / "keys"
         directory.mkdir()
-        (directory / "id_ed25519").write_text(PRIVATE_KEY)
+        key = directory / "id_ed25519"
+        key.write_text(sshd_factory.client_keys.private_key)
+        key.chmod(0o600)
         (tmp_path / "outside").write_text(PRIVATE_KEY)
         (directory / "escape").symlink_to(tmp_path / "outside")
         return directory
@@ -582,21 +589,26 @@ class TestSshTunnel:
     async def keyed_api(
         self, memory_app_factory: AppFactory, key_dir: Path
     ) -> AsyncIterator[RunningApp]:
-        async with memory_app_factory(SVC_SSH_KEY_DIR=key_dir) as app:
+        async with memory_app_factory(SVC_SSH_KEY_DIR=key_dir, **SSH_LOGIN_TIMEOUTS) as app:
+            yield app
+
+    @pytest.fixture
+    async def ssh_api(self, memory_app_factory: AppFactory) -> AsyncIterator[RunningApp]:
+        async with memory_app_factory(**SSH_LOGIN_TIMEOUTS) as app:
             yield app
 
     @staticmethod
     def tunnel(**fields: Any) -> dict[str, Any]:
+        """A tunnel refused before anything is dialled."""
         return {"host": "127.0.0.1", "port": 22, "username": "jump", **fields}
 
     async def test_key_path_inside_the_key_dir_is_stored(
-        self, keyed_api: RunningApp, valkey_server: RunningServer
+        self, keyed_api: RunningApp, valkey_server: RunningServer, sshd: RunningSshd
     ) -> None:
-        created = await create(
-            keyed_api.client,
-            **at(valkey_server, sshTunnel=self.tunnel(privateKeyPath="id_ed25519")),
-        )
+        tunnel = tunnel_fields(sshd, password=None, privateKeyPath="id_ed25519")
+        created = await create(keyed_api.client, **at(valkey_server, sshTunnel=tunnel))
         assert created["sshTunnel"]["privateKeyPath"] == "id_ed25519"
+        assert created["sshTunnel"]["authMethod"] == "privateKey"
         assert created["sshTunnel"]["hasPrivateKey"] is False
 
     @pytest.mark.parametrize("path", ["../outside", "/etc/passwd", "sub/../../outside", "escape"])
@@ -627,41 +639,80 @@ class TestSshTunnel:
         )
         assert_422_names(response, "sshTunnel.hostKeyFingerprint")
 
-    async def test_inline_key_is_stored_but_never_returned(
-        self, api: RunningApp, valkey_server: RunningServer
+    @pytest.mark.parametrize(
+        ("fields", "named"),
+        [
+            ({"authMethod": "password"}, "sshTunnel.password"),
+            ({"authMethod": "keyboard-interactive"}, "sshTunnel.password"),
+            ({"authMethod": "privateKey", "password": "x"}, "sshTunnel.privateKey"),
+            ({"privateKey": PRIVATE_KEY, "privateKeyPath": "k"}, "sshTunnel.privateKey"),
+            ({"authMethod": "smartcard", "password": "x"}, "sshTunnel.authMethod"),
+        ],
+    )
+    async def test_a_method_without_its_secret_422s_naming_the_field(
+        self,
+        api: RunningApp,
+        valkey_server: RunningServer,
+        fields: dict[str, Any],
+        named: str,
     ) -> None:
-        tunnel = self.tunnel(privateKey=PRIVATE_KEY, passphrase=PASSPHRASE, password=SSH_PASSWORD)
         response = await api.client.post(
+            "/api/connections", json=at(valkey_server, sshTunnel=self.tunnel(**fields))
+        )
+        assert_422_names(response, named)
+
+    async def test_inline_key_is_stored_but_never_returned(
+        self,
+        ssh_api: RunningApp,
+        valkey_server: RunningServer,
+        sshd: RunningSshd,
+        sshd_factory: SshdFactory,
+    ) -> None:
+        keys = sshd_factory.client_keys
+        tunnel = tunnel_fields(
+            sshd, privateKey=keys.encrypted_private_key, passphrase=keys.passphrase
+        )
+        response = await ssh_api.client.post(
             "/api/connections", json=at(valkey_server, sshTunnel=tunnel)
         )
-        assert response.status_code == 201
+        assert response.status_code == 201, response.text
         read = response.json()["sshTunnel"]
         assert read["hasPrivateKey"] is True
         assert read["hasPassphrase"] is True
         assert read["hasPassword"] is True
         assert "privateKey" not in read
-        listed_text = (await api.client.get("/api/connections")).text
+        listed_text = (await ssh_api.client.get("/api/connections")).text
         for text in (response.text, listed_text):
             assert "PRIVATE KEY" not in text
-            assert PASSPHRASE not in text
-            assert SSH_PASSWORD not in text
+            assert keys.passphrase not in text
+            assert sshd.password not in text
 
     async def test_edit_without_secrets_keeps_the_stored_ones(
-        self, api: RunningApp, valkey_server: RunningServer
+        self,
+        ssh_api: RunningApp,
+        valkey_server: RunningServer,
+        sshd: RunningSshd,
+        sshd_factory: SshdFactory,
     ) -> None:
-        tunnel = self.tunnel(privateKey=PRIVATE_KEY)
-        created = await create(api.client, **at(valkey_server, sshTunnel=tunnel))
-        response = await api.client.put(
-            f"/api/connections/{created['id']}", json={"sshTunnel": self.tunnel(port=2222)}
+        tunnel = tunnel_fields(sshd, password=None, privateKey=sshd_factory.client_keys.private_key)
+        created = await create(ssh_api.client, **at(valkey_server, sshTunnel=tunnel))
+        # The edit is tested through the tunnel too: it logs in with the kept key.
+        response = await ssh_api.client.put(
+            f"/api/connections/{created['id']}",
+            json={"name": "renamed", "sshTunnel": tunnel_fields(sshd, password=None)},
         )
-        assert response.status_code == 200
-        assert response.json()["sshTunnel"]["port"] == 2222
+        assert response.status_code == 200, response.text
         assert response.json()["sshTunnel"]["hasPrivateKey"] is True
+        assert response.json()["sshTunnel"]["authMethod"] == "privateKey"
 
 
 class TestNoSecretInAnyResponse:
     async def test_no_endpoint_ever_returns_a_password_or_key(
-        self, memory_app_factory: AppFactory, protected: RunningServer
+        self,
+        memory_app_factory: AppFactory,
+        protected: RunningServer,
+        sshd: RunningSshd,
+        sshd_factory: SshdFactory,
     ) -> None:
         seen: list[str] = []
 
@@ -669,15 +720,21 @@ class TestNoSecretInAnyResponse:
             await response.aread()
             seen.append(f"{response.request.method} {response.request.url}\n{response.text}")
 
-        tunnel = {
-            "host": "127.0.0.1",
-            "username": "jump",
-            "privateKey": PRIVATE_KEY,
-            "passphrase": PASSPHRASE,
-            "password": SSH_PASSWORD,
-        }
+        keys = sshd_factory.client_keys
+        tunnel = tunnel_fields(
+            sshd, privateKey=keys.encrypted_private_key, passphrase=keys.passphrase
+        )
+        secrets = (
+            *SECRETS,
+            sshd.password,
+            keys.passphrase,
+            keys.encrypted_private_key.splitlines()[1],
+        )
         async with memory_app_factory(
-            DB_HOST=protected.host, DB_PORT=protected.port, DB_PASSWORD=PASSWORD
+            DB_HOST=protected.host,
+            DB_PORT=protected.port,
+            DB_PASSWORD=PASSWORD,
+            **SSH_LOGIN_TIMEOUTS,
         ) as app:
             client = app.client
             client.event_hooks["response"].append(record)
@@ -704,7 +761,7 @@ class TestNoSecretInAnyResponse:
             await client.delete(f"/api/connections/{cid}")
         assert len(seen) >= 20
         for text in seen:
-            for secret in SECRETS:
+            for secret in secrets:
                 assert secret not in text, text
 
 
@@ -740,3 +797,26 @@ class TestConnectionsOnEveryBackend:
             connections = await listed(app.client)
         assert (wrong.status_code, invalid.status_code) == (400, 422)
         assert list(connections) == ["env-default"]
+
+
+class TestMissingCommands:
+    async def test_test_result_and_connection_read_report_renamed_commands_missing(
+        self, api: RunningApp, server_factory: ServerFactory
+    ) -> None:
+        server = server_factory.start(
+            "valkey", config={"rename-command": ['CONFIG ""', 'SLOWLOG ""']}
+        )
+        try:
+            tested = await api.client.post("/api/connections/test", json=at(server))
+            created = await create(api.client, **at(server))
+            await health_of(api.client, created["id"])  # checked, so detected
+            read = await api.client.get(f"/api/connections/{created['id']}")
+        finally:
+            server_factory.stop(server)
+        for capabilities in (tested.json()["capabilities"], read.json()["engine"]["capabilities"]):
+            assert (
+                capabilities["hasConfig"],
+                capabilities["hasSlowLog"],
+                capabilities["hasMonitor"],
+                capabilities["hasAclLog"],
+            ) == (False, False, True, True)

@@ -13,16 +13,11 @@ import pytest
 from svc_monitor.app import StartupError
 from tests.fixtures.app import AppFactory, RunningApp, make_settings, running_app, target_of
 from tests.fixtures.servers import RunningServer, ServerFactory
+from tests.fixtures.sshd import SSH_LOGIN_TIMEOUTS, RunningSshd, SshdFactory, tunnel_fields
 
 KEY = "a master key of at least 16 chars"
 OTHER_KEY = "another master key, also 16+ chars"
 PASSWORD = "s3cret-Pa55word"
-SSH_PASSWORD = "bastion-Pa55word"
-PRIVATE_KEY = (
-    "-----BEGIN OPENSSH PRIVATE KEY-----\n"
-    "QUJDREVGR0hJSktMTU5PUA==\n"
-    "-----END OPENSSH PRIVATE KEY-----\n"
-)
 
 Restart = Callable[..., AbstractAsyncContextManager[RunningApp]]
 
@@ -137,27 +132,32 @@ class TestConnectionStore:
             assert await listed(second.client) == {}
 
     async def test_stored_password_and_ssh_secrets_are_encrypted_with_a_key(
-        self, start: Restart, persistent_storage: dict[str, Any], protected: RunningServer
+        self,
+        start: Restart,
+        persistent_storage: dict[str, Any],
+        protected: RunningServer,
+        sshd: RunningSshd,
+        sshd_factory: SshdFactory,
     ) -> None:
-        tunnel = {
-            "host": "127.0.0.1",
-            "username": "jump",
-            "password": SSH_PASSWORD,
-            "privateKey": PRIVATE_KEY,
-        }
-        async with start(ENCRYPTION_KEY=KEY) as first:
+        keys = sshd_factory.client_keys
+        tunnel = tunnel_fields(
+            sshd, privateKey=keys.encrypted_private_key, passphrase=keys.passphrase
+        )
+        async with start(ENCRYPTION_KEY=KEY, **SSH_LOGIN_TIMEOUTS) as first:
             cid = await create(first.client, protected, password=PASSWORD, sshTunnel=tunnel)
         row = (await stored_rows(persistent_storage))[cid]
         stored = _as_text(row["password"]) + _as_text(row["ssh_tunnel"])
         assert row["password"].startswith("v1:")
-        for secret in (PASSWORD, SSH_PASSWORD, "QUJDREVGR0hJSktMTU5PUA", "PRIVATE KEY"):
+        key_line = keys.encrypted_private_key.splitlines()[1]
+        for secret in (PASSWORD, sshd.password, keys.passphrase, key_line, "PRIVATE KEY"):
             assert secret not in stored
             assert secret.encode() not in stored.encode()
-        async with start(ENCRYPTION_KEY=KEY) as second:
+        async with start(ENCRYPTION_KEY=KEY, **SSH_LOGIN_TIMEOUTS) as second:
             health = await database_health(second.client, cid)
             read = (await listed(second.client))[cid]
         assert health["status"] == "connected"
         assert read["sshTunnel"]["hasPrivateKey"] is True
+        assert read["sshTunnel"]["hasPassphrase"] is True
         assert read["sshTunnel"]["hasPassword"] is True
 
     async def test_sealed_password_copied_into_another_row_does_not_open(
@@ -223,27 +223,35 @@ class TestConnectionStore:
                 pass
 
     async def test_plain_password_is_encrypted_when_a_key_is_set(
-        self, start: Restart, persistent_storage: dict[str, Any], protected: RunningServer
+        self,
+        start: Restart,
+        persistent_storage: dict[str, Any],
+        protected: RunningServer,
+        sshd: RunningSshd,
     ) -> None:
-        tunnel = {"host": "127.0.0.1", "username": "jump", "password": SSH_PASSWORD}
-        async with start() as first:
+        tunnel = tunnel_fields(sshd)
+        async with start(**SSH_LOGIN_TIMEOUTS) as first:
             cid = await create(first.client, protected, password=PASSWORD, sshTunnel=tunnel)
         before = (await stored_rows(persistent_storage))[cid]
         assert before["password"] == f"plain:{PASSWORD}"
-        async with start(ENCRYPTION_KEY=KEY) as second:
+        async with start(ENCRYPTION_KEY=KEY, **SSH_LOGIN_TIMEOUTS) as second:
             health = await database_health(second.client, cid)
         after = (await stored_rows(persistent_storage))[cid]
         assert after["password"].startswith("v1:")
         assert PASSWORD not in after["password"]
-        assert SSH_PASSWORD not in after["ssh_tunnel"]
+        assert sshd.password not in after["ssh_tunnel"]
         assert json.loads(after["ssh_tunnel"])["password"].startswith("v1:")
         assert health["status"] == "connected"
 
     async def test_reencrypting_leaves_a_secret_that_does_not_open_in_place(
-        self, start: Restart, persistent_storage: dict[str, Any], protected: RunningServer
+        self,
+        start: Restart,
+        persistent_storage: dict[str, Any],
+        protected: RunningServer,
+        sshd: RunningSshd,
     ) -> None:
-        tunnel = {"host": "127.0.0.1", "username": "jump", "password": SSH_PASSWORD}
-        async with start(ENCRYPTION_KEY=KEY) as first:
+        tunnel = tunnel_fields(sshd)
+        async with start(ENCRYPTION_KEY=KEY, **SSH_LOGIN_TIMEOUTS) as first:
             source = await create(first.client, protected, password=PASSWORD)
             target = await create(first.client, protected, password=PASSWORD, sshTunnel=tunnel)
         rows = await stored_rows(persistent_storage)

@@ -13,7 +13,7 @@ read by the replica rule above applied to its own INFO.
 """
 
 import logging
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from svc_monitor.connections.service import ConnectionService
 from svc_monitor.engine.client import EngineClient
@@ -54,7 +54,7 @@ async def fit_replica(
         if fields.get("state") != "online" or int(fields.get("lag", "0")) > MAX_REPLICA_LAG_S:
             continue
         try:
-            target = replace(client.target, host=fields["ip"], port=int(fields["port"]))
+            target = client.target.peer(fields["ip"], int(fields["port"]))
         except (KeyError, ValueError):
             continue
         replica = connections.node_client(target)
@@ -99,7 +99,7 @@ async def open_shard(
         else:
             # CLUSTER NODES names the nodes by the address they announce; the seed's
             # credentials and TLS reach each (as the cluster poll does).
-            target = replace(seed[0].target, host=node.host, port=node.port)
+            target = seed[0].target.peer(node.host, node.port)
             primary = connections.node_client(target)
             opened.append(primary)
             info = await primary.info()

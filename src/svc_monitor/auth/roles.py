@@ -114,6 +114,7 @@ RULES: dict[str, Access] = {
     "PUT /api/connections/{connection_id}": ADMIN,
     "DELETE /api/connections/{connection_id}": ADMIN,
     "POST /api/connections/{connection_id}/default": ADMIN,
+    "POST /api/connections/{connection_id}/ssh/repin": ADMIN,
     "GET /api/otlp/collector-config": MEMBER,
     # --- runtime settings and licence ---
     "GET /api/settings": MEMBER,
@@ -234,6 +235,7 @@ RULES: dict[str, Access] = {
     "POST /ui/connections/{connection_id}": ADMIN,
     "POST /ui/connections/{connection_id}/default": ADMIN,
     "POST /ui/connections/{connection_id}/delete": ADMIN,
+    "POST /ui/connections/{connection_id}/ssh/repin": ADMIN,
     "POST /ui/connections/discovered/{address}/dismiss": ADMIN,
     "POST /ui/license/offline": ADMIN,
     "POST /ui/license/offline/remove": ADMIN,

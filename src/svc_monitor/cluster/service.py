@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from svc_monitor.cluster.schemas import ClusterClient, ClusterLogEntry, ClusterNodeStats, Role
+from svc_monitor.connections.availability import require_live_feature
 from svc_monitor.connections.models import Connection
 from svc_monitor.connections.service import ConnectionService
 from svc_monitor.detectors.cluster_state import ClusterStateDetector
@@ -194,7 +195,7 @@ class ClusterService:
         if client is None:
             host, _, port = address.rpartition(":")
             seed = self._connections.client(connection)
-            target = replace(seed.target, host=host.strip("[]"), port=int(port))
+            target = seed.target.peer(host.strip("[]"), int(port))
             client = self._clients[key] = self._connections.node_client(target)
         return client
 
@@ -283,7 +284,11 @@ class ClusterService:
         self, connection: Connection, *, count: int, log_type: str | None = None
     ) -> list[ClusterLogEntry]:
         """SLOWLOG GET (or COMMANDLOG GET <type>) from every node at once, merged newest
-        first; each entry names its node."""
+        first; each entry names its node. CommandUnavailable (501) when detection found the
+        seed's SLOWLOG missing: the nodes of one cluster share their configuration."""
+        if log_type is None:
+            self._require(connection)  # not a cluster: 409 first, as for every cluster route
+            await require_live_feature(self._connections, connection, "slow_log")
         command = (
             ("SLOWLOG", "GET", count)
             if log_type is None

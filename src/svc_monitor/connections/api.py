@@ -46,6 +46,9 @@ async def create_connection(
     Give `host` and `port` (or `host` as `host:port`), or paste a quick-connect `url`
     (`redis://user:password@host:port/db`, `rediss://` for TLS); explicit fields win over
     the URL. The first connection, or one sent with `setAsDefault`, becomes the default.
+    A 400 carries `errorKind` and a `hint` (also appended to `message`). TLS material
+    (`tlsCaCert`, `tlsCert`, `tlsKey`) is checked first: 422 naming the field if it is
+    not what it should be.
     """
     connection = await connections.create(body)
     return to_read(
@@ -61,6 +64,8 @@ async def test_connection(
 
     Always 200 for a well-formed body: `success` says whether the engine answered, and
     `error` carries its words (for example `WRONGPASS invalid username-password pair`).
+    `hint` says what such a failure usually means: a wrong port, TLS missing or against a
+    plain port, an untrusted certificate or host name mismatch, a managed provider's token.
     """
     return to_test_result(await connections.test(body))
 
@@ -132,6 +137,23 @@ async def set_default_connection(
 ) -> ConnectionRead:
     """Make this the connection used when a request carries no X-Connection-Id."""
     connection = await connections.set_default(connection_id)
+    return to_read(
+        connection, connections.last_seen(connection), connections.push_status(connection)
+    )
+
+
+@router.post(
+    "/{connection_id}/ssh/repin",
+    response_model=ConnectionRead,
+    responses=error_responses(404, 409),
+)
+async def repin_ssh_host_key(
+    connection_id: str, connections: ConnectionServiceDep
+) -> ConnectionRead:
+    """Forget the SSH bastion's pinned host key (admins): the next connection trusts the
+    key it is shown and pins it again. For a bastion whose key changed on purpose; until
+    then a changed key is refused. 409 when the connection has no SSH tunnel."""
+    connection = await connections.repin_ssh_host_key(connection_id)
     return to_read(
         connection, connections.last_seen(connection), connections.push_status(connection)
     )

@@ -3,6 +3,8 @@
 from dataclasses import dataclass, field
 from typing import Literal
 
+from svc_monitor.engine.ssh_spec import SshAuth
+
 DbType = Literal["auto", "valkey", "redis"]
 # How we learn about an instance: we poll it, or a Collector pushes its metrics (OTLP).
 Source = Literal["poll", "push"]
@@ -14,11 +16,13 @@ ENV_DEFAULT_ID = "env-default"
 
 @dataclass(frozen=True, slots=True)
 class SshTunnel:
-    """A single hop through a bastion; used by the tunnel issue, stored from now on."""
+    """A single hop through a bastion (connections/tunnels.py; engine/ssh_tunnel.py)."""
 
     host: str
     port: int = 22
     username: str = "root"
+    # None: implied by the secrets stored (tunnels.auth_method), as before the field existed.
+    auth_method: SshAuth | None = None
     password: str | None = field(default=None, repr=False)
     private_key: str | None = field(default=None, repr=False)
     passphrase: str | None = field(default=None, repr=False)
@@ -45,10 +49,15 @@ class Connection:
     updated_at: int  # epoch ms
     # A stored secret that would not open: the connection is listed but cannot connect.
     secret_error: str | None = None
-    # Which secrets those were ("password", "sshTunnel"): an edit must send them again,
+    # Which secrets those were ("password", "sshTunnel", "tlsKey"): an edit must send them again,
     # or saving would overwrite what is stored with nothing.
     unreadable: frozenset[str] = frozenset()
     source: Source = "poll"
+    # TLS material (used only with `tls`): PEM text; the key is a secret like the password.
+    tls_ca_cert: str | None = None
+    tls_cert: str | None = None
+    tls_key: str | None = field(default=None, repr=False)
+    tls_insecure: bool = False
 
     @property
     def pushed(self) -> bool:

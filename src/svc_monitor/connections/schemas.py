@@ -11,6 +11,8 @@ from svc_monitor.connections.addresses import (
     split_host_port,
 )
 from svc_monitor.connections.models import DbType, Source
+from svc_monitor.connections.pem import check_certificates, check_private_key
+from svc_monitor.engine.ssh_spec import SshAuth, normalize_fingerprint
 
 Name = Annotated[str, Field(min_length=1, max_length=100)]
 Host = Annotated[str, Field(min_length=1, max_length=255)]
@@ -21,6 +23,17 @@ _AsTyped = StringConstraints(strip_whitespace=False)
 Secret = Annotated[str, _AsTyped, Field(max_length=1024)]
 # An OpenSSH or PEM private key is a few KiB; anything far larger is not a key.
 PrivateKey = Annotated[str, _AsTyped, Field(min_length=1, max_length=32 * 1024)]
+# A CA bundle may be a provider's whole chain set (Debian's entire trust store is ~220 KB);
+# a client certificate with its chain is a few KiB. "" clears a stored value.
+CaPem = Annotated[str, Field(max_length=256 * 1024)]
+CertPem = Annotated[str, Field(max_length=64 * 1024)]
+KeyPem = Annotated[str, Field(max_length=32 * 1024)]
+
+_TLS_INSECURE_TEXT = (
+    "DANGER, for labs only: skip verification of the server's certificate and host name. "
+    "Traffic is still encrypted, but anyone on the path can pose as the server and read the "
+    "password. Logged as a warning once per connection."
+)
 
 
 class ApiModel(BaseModel):
@@ -33,18 +46,40 @@ class ApiModel(BaseModel):
 
 
 class SshTunnelIn(ApiModel):
-    """A bastion to reach the instance through (used once tunnels are built)."""
+    """A bastion (one SSH hop) to reach the instance through: svc-monitor forwards a local
+    port on 127.0.0.1 to the instance through it, and TLS still verifies the instance's
+    own host name. Only this connection is tunnelled; cluster peers are reached directly.
+    Secrets left out of an edit keep their stored values while `host` stays the same; ""
+    clears one."""
 
     host: Host
     port: Port = 22
     username: Annotated[str, Field(min_length=1, max_length=255)]
-    password: Secret | None = None
-    private_key: PrivateKey | None = None
-    passphrase: Secret | None = None
-    private_key_path: Annotated[str, Field(min_length=1, max_length=1024)] | None = None
-    host_key_fingerprint: Annotated[str, Field(pattern=r"^SHA256:[A-Za-z0-9+/]{43}=?$")] | None = (
-        None
+    auth_method: SshAuth | None = Field(
+        default=None,
+        description="password, keyboard-interactive (prompts answered with the password) or "
+        "privateKey; left out: privateKey when a key or key path is given, else password",
     )
+    password: Secret | None = None
+    private_key: PrivateKey | None = Field(
+        default=None, description="An OpenSSH or PEM private key (encrypted at rest)"
+    )
+    passphrase: Secret | None = None
+    private_key_path: Annotated[str, Field(min_length=1, max_length=1024)] | None = Field(
+        default=None,
+        description="A key file, relative to SVC_SSH_KEY_DIR; a path leaving it is refused",
+    )
+    host_key_fingerprint: Annotated[str, Field(max_length=80)] | None = Field(
+        default=None,
+        description="The bastion's host key, SHA256:... as ssh-keygen -lf prints it; a "
+        "different key is refused. Left out: the first key seen is trusted and pinned, and "
+        "a later change is refused until an admin re-pins",
+    )
+
+    @field_validator("host_key_fingerprint")
+    @classmethod
+    def _fingerprint_parses(cls, value: str | None) -> str | None:
+        return None if value is None or value == "" else normalize_fingerprint(value)
 
 
 class ConnectionFields(ApiModel):
@@ -55,7 +90,11 @@ class ConnectionFields(ApiModel):
     port: Port | None = None
     username: Annotated[str, Field(max_length=255)] | None = None
     password: Secret | None = None
-    tls: bool | None = None
+    tls: bool | None = Field(
+        default=None,
+        description="TLS to the instance, verifying its certificate and host name (see "
+        "tlsCaCert, tlsCert, tlsKey, tlsInsecure)",
+    )
     db: Annotated[int, Field(ge=0, le=65535)] | None = None
     db_type: DbType | None = Field(
         default=None, description="auto (default) detects; valkey or redis forces the type"
@@ -64,8 +103,27 @@ class ConnectionFields(ApiModel):
     url: Annotated[str, Field(max_length=2048)] | None = Field(
         default=None,
         description="Quick connect: redis://, rediss://, valkey:// or valkeys:// "
-        "URL with user, password and database; fills the fields it names.",
+        "URL with user, password and database; fills the fields it names. "
+        "rediss:// and valkeys:// turn tls on.",
     )
+    tls_ca_cert: CaPem | None = Field(
+        default=None,
+        description="PEM CA certificate(s) to trust for this connection, in addition to the "
+        'system trust store and ENGINE_TLS_CA_FILE. Absent keeps the stored value; "" '
+        "removes it.",
+    )
+    tls_cert: CertPem | None = Field(
+        default=None,
+        description="PEM client certificate (optionally followed by its chain) for mutual "
+        'TLS; needs tlsKey. Absent keeps the stored value; "" removes it.',
+    )
+    tls_key: KeyPem | None = Field(
+        default=None,
+        description="Unencrypted PEM private key of tlsCert. A secret: encrypted at rest when "
+        'ENCRYPTION_KEY is set, never returned or logged. Absent keeps the stored key; "" '
+        "removes it.",
+    )
+    tls_insecure: bool | None = Field(default=None, description=_TLS_INSECURE_TEXT)
 
     @field_validator("url")
     @classmethod
@@ -73,6 +131,21 @@ class ConnectionFields(ApiModel):
         if url is not None:
             parse_connection_url(url)
         return url
+
+    @field_validator("tls_ca_cert")
+    @classmethod
+    def _ca_cert_is_pem(cls, text: str | None) -> str | None:
+        return text if not text else check_certificates(text, what="CA certificates")
+
+    @field_validator("tls_cert")
+    @classmethod
+    def _cert_is_pem(cls, text: str | None) -> str | None:
+        return text if not text else check_certificates(text, what="a client certificate")
+
+    @field_validator("tls_key")
+    @classmethod
+    def _key_is_pem(cls, text: str | None) -> str | None:
+        return text if not text else check_private_key(text)
 
     @field_validator("host")
     @classmethod
@@ -106,12 +179,23 @@ class ConnectionTest(ConnectionFields):
 
 
 class Capabilities(BaseModel):
+    """What the engine really lets this connection run, probed once per connection (again
+    after a reconnect). False means the panels explain the gap instead of showing data."""
+
     hasCommandLog: bool
     hasSlotStats: bool
     hasClusterSlotStats: bool
     hasLatencyMonitor: bool
     hasAclLog: bool
     hasMemoryDoctor: bool
+    hasConfig: bool = Field(
+        description="CONFIG GET answers (managed providers often rename or disable CONFIG)"
+    )
+    hasSlowLog: bool = Field(description="SLOWLOG answers: the slow log is polled and shown")
+    hasMonitor: bool = Field(
+        description="the server knows MONITOR (COMMAND INFO); a provider may still refuse it, "
+        "which the MONITOR console's preflight reports"
+    )
 
 
 EngineState = Literal["connected", "disconnected", "unknown"]
@@ -130,11 +214,16 @@ class EngineStatus(BaseModel):
 
 
 class SshTunnelRead(BaseModel):
+    """A connection's bastion; its secrets only as has* flags."""
+
     host: str
     port: int
     username: str
+    authMethod: SshAuth
     privateKeyPath: str | None
-    hostKeyFingerprint: str | None
+    hostKeyFingerprint: str | None = Field(
+        description="The pinned host key: given, or the first one seen (null until then)"
+    )
     hasPassword: bool
     hasPrivateKey: bool
     hasPassphrase: bool
@@ -165,6 +254,16 @@ class ConnectionRead(BaseModel):
     username: str
     db: int
     tls: bool
+    hasTlsCaCert: bool = Field(description="A CA certificate of this connection's own is set")
+    hasTlsCert: bool = Field(description="A client certificate (mutual TLS) is set")
+    hasTlsKey: bool = Field(description="The client certificate's private key is set")
+    tlsInsecure: bool = Field(description=_TLS_INSECURE_TEXT)
+    tlsCertSubject: str | None = Field(
+        default=None, description="Subject of the client certificate (RFC 4514)"
+    )
+    tlsCertExpiresAt: int | None = Field(
+        default=None, description="epoch ms at which the client certificate expires"
+    )
     dbType: DbType
     hasPassword: bool
     sshTunnel: SshTunnelRead | None
@@ -190,7 +289,17 @@ class ConnectionTestResult(BaseModel):
     capabilities: Capabilities | None = None
     error: str | None = None
     errorKind: str | None = None
+    hint: str | None = Field(
+        default=None,
+        description="What the failure usually means and what to change (wrong port, TLS "
+        "missing or mismatched, certificate not trusted, wrong token ...)",
+    )
     latencyMs: float | None = None
+    sshHostKeyFingerprint: str | None = Field(
+        default=None,
+        description="Through an SSH tunnel: the bastion's host key as seen by this test "
+        "(saving the connection pins it unless hostKeyFingerprint says otherwise)",
+    )
 
 
 class DiscoveredRead(BaseModel):

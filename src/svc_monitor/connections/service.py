@@ -13,15 +13,15 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from svc_monitor.config import Settings
-from svc_monitor.connections.addresses import parse_connection_url, split_host_port
+from svc_monitor.connections.hints import hint_for
 from svc_monitor.connections.live import EngineSnapshot, LiveConnections, PushStatus
 from svc_monitor.connections.models import (
     ENV_DEFAULT_ID,
     Connection,
-    DbType,
     SshTunnel,
     forced_engine,
 )
+from svc_monitor.connections.reach import Reach, merge_reach
 from svc_monitor.connections.schemas import (
     ConnectionCreate,
     ConnectionFields,
@@ -30,10 +30,13 @@ from svc_monitor.connections.schemas import (
     SshTunnelIn,
 )
 from svc_monitor.connections.store import ConnectionStore
+from svc_monitor.connections.tls_fields import TLS_FIELDS
+from svc_monitor.connections.tunnels import merge_tunnel
 from svc_monitor.engine.capabilities import EngineIdentity, detect
 from svc_monitor.engine.client import EngineClient, EngineTarget
 from svc_monitor.engine.errors import EngineError
 from svc_monitor.engine.ledger import CommandLedger
+from svc_monitor.engine.ssh_tunnel import SshForward
 from svc_monitor.errors import AppError, Conflict, NotFound, Unprocessable
 from svc_monitor.events import ConnectionsChanged, EventBus
 from svc_monitor.storage.app_meta import AppMetaStore
@@ -43,6 +46,7 @@ logger = logging.getLogger(__name__)
 _SEEDED_KEY = "env_default_seeded"
 # Fields whose change means the instance must be tested again before saving.
 _REACH_FIELDS = {"host", "port", "username", "password", "tls", "db", "url", "db_type"}
+_REACH_FIELDS |= TLS_FIELDS | {"ssh_tunnel"}
 
 
 class ConnectionNotFound(NotFound):
@@ -74,20 +78,8 @@ class TestOutcome:
     identity: EngineIdentity | None
     error: EngineError | None
     latency_ms: float
-
-
-@dataclass(frozen=True, slots=True)
-class _Reach:
-    """The resolved address and credentials of a create/update/test request; its field
-    names are Connection's, so it spreads straight into one."""
-
-    host: str
-    port: int
-    username: str
-    password: str | None
-    tls: bool
-    db: int
-    db_type: DbType
+    hint: str | None = None  # what the error usually means (connections/hints.py)
+    ssh_host_key: str | None = None  # the bastion's key fingerprint, through a tunnel
 
 
 class ConnectionService:
@@ -106,6 +98,7 @@ class ConnectionService:
         self._meta = meta
         self._settings = settings
         self._bus = bus
+        live.tunnels.on_pin = self.remember_pin
 
     # --- startup ---
 
@@ -139,6 +132,9 @@ class ConnectionService:
             is_default=True,
             created_at=now,
             updated_at=now,
+            tls_ca_cert=_read(s.DB_TLS_CA_FILE),
+            tls_cert=_read(s.DB_TLS_CERT_FILE),
+            tls_key=_read(s.DB_TLS_KEY_FILE),
         )
 
     async def _point_default_at_embedded(self, port: int) -> None:
@@ -186,6 +182,11 @@ class ConnectionService:
                 f"The stored password of connection '{connection.id}' cannot be decrypted: "
                 f"{connection.secret_error}. Enter it again."
             )
+        if "tlsKey" in connection.unreadable:
+            raise Conflict(
+                f"The stored TLS client key of connection '{connection.id}' cannot be "
+                f"decrypted: {connection.secret_error}. Enter tlsKey again."
+            )
         return self._live.client(connection)
 
     def last_seen(self, connection: Connection) -> EngineSnapshot | None:
@@ -216,14 +217,14 @@ class ConnectionService:
     # --- changes ---
 
     async def test(self, body: ConnectionTest) -> TestOutcome:
-        return await self._try(self._reach(body, base=None))
+        reach = merge_reach(body, base=None)
+        return await self._try(reach, self._tunnel(body.ssh_tunnel, base=None))
 
     async def create(self, body: ConnectionCreate) -> Connection:
         if body.source == "push":
             return await self._create_pushed(body)
-        reach = self._reach(body, base=None)
-        tunnel = self._tunnel(body.ssh_tunnel, base=None)
-        await self._require_answer(reach)
+        reach = merge_reach(body, base=None)
+        tunnel = await self._require_answer(reach, self._tunnel(body.ssh_tunnel, base=None))
         existing = await self._store.list()
         now = _now_ms()
         connection = Connection(
@@ -257,12 +258,18 @@ class ConnectionService:
                 "send sshTunnel with the change",
                 field="sshTunnel",
             )
-        reach = self._reach(body, base=current)
+        if "tlsKey" in current.unreadable and "tls_key" not in changed:
+            raise Conflict(
+                "The stored TLS client key cannot be decrypted with this ENCRYPTION_KEY; "
+                "send tlsKey with the change",
+                field="tlsKey",
+            )
+        reach = merge_reach(body, base=current)
         tunnel = current.ssh_tunnel
         if "ssh_tunnel" in changed:
             tunnel = self._tunnel(body.ssh_tunnel, base=current.ssh_tunnel)
         if changed & _REACH_FIELDS:
-            await self._require_answer(reach)
+            tunnel = await self._require_answer(reach, tunnel)
         updated = replace(
             current,
             name=body.name if body.name is not None else current.name,
@@ -274,6 +281,51 @@ class ConnectionService:
         )
         if not await self._store.update(updated):
             raise ConnectionNotFound(f"Connection '{connection_id}' not found", field="id")
+        if _pin(tunnel) != _pin(current.ssh_tunnel):
+            await self._live.drop_tunnel(connection_id)  # the next use trusts the new pin
+        self._bus.publish(ConnectionsChanged(connection_id=connection_id))
+        return updated
+
+    async def remember_pin(self, connection_id: str, fingerprint: str) -> None:
+        """Store the first host key a connection's bastion showed (trust on first use).
+        Nothing is published: the pin changes nothing a poller holds, and the tunnel that
+        pinned it stays up (tunnels.py)."""
+        connection = await self._store.get(connection_id)
+        tunnel = connection.ssh_tunnel if connection is not None else None
+        if connection is None or tunnel is None or tunnel.host_key_fingerprint is not None:
+            return  # removed, untunnelled or pinned meanwhile: nothing to remember
+        pinned = replace(tunnel, host_key_fingerprint=fingerprint)
+        await self._store.update(replace(connection, ssh_tunnel=pinned))
+        logger.info(
+            "connection %s: pinned the SSH host key of %s:%d (%s)",
+            connection_id,
+            tunnel.host,
+            tunnel.port,
+            fingerprint,
+        )
+
+    async def repin_ssh_host_key(self, connection_id: str) -> Connection:
+        """Forget the pinned bastion key: the next connection trusts and pins the key it is
+        shown (for a bastion rebuilt on purpose)."""
+        current = await self.get(connection_id)
+        if current.ssh_tunnel is None:
+            raise Conflict(
+                f"Connection '{current.name}' has no SSH tunnel to re-pin", field="sshTunnel"
+            )
+        updated = replace(
+            current,
+            ssh_tunnel=replace(current.ssh_tunnel, host_key_fingerprint=None),
+            updated_at=_now_ms(),
+        )
+        if not await self._store.update(updated):
+            raise ConnectionNotFound(f"Connection '{connection_id}' not found", field="id")
+        await self._live.drop_tunnel(connection_id)
+        logger.warning(
+            "connection %s: SSH host key pin of %s:%d cleared; the next key seen is trusted",
+            connection_id,
+            current.ssh_tunnel.host,
+            current.ssh_tunnel.port,
+        )
         self._bus.publish(ConnectionsChanged(connection_id=connection_id))
         return updated
 
@@ -293,7 +345,7 @@ class ConnectionService:
 
     async def _create_pushed(self, body: ConnectionCreate) -> Connection:
         _refuse_credentials(body)
-        reach = self._reach(body, base=None)
+        reach = merge_reach(body, base=None)
         existing = await self._store.list()
         await self._require_unique_address(reach.host, reach.port, existing, except_id=None)
         now = _now_ms()
@@ -320,7 +372,7 @@ class ConnectionService:
 
     async def _update_pushed(self, current: Connection, body: ConnectionUpdate) -> Connection:
         _refuse_credentials(body)
-        reach = self._reach(body, base=current)
+        reach = merge_reach(body, base=current)
         if (reach.host, reach.port) != (current.host, current.port):
             existing = await self._store.list()
             await self._require_unique_address(
@@ -352,12 +404,22 @@ class ConnectionService:
 
     # --- helpers ---
 
-    async def _require_answer(self, reach: _Reach) -> None:
-        outcome = await self._try(reach)
+    async def _require_answer(self, reach: Reach, tunnel: SshTunnel | None) -> SshTunnel | None:
+        """Test before saving; the tunnel to store, pinned to the key the test was shown
+        when it had no pin (so trust on first use happens while the admin is looking)."""
+        outcome = await self._try(reach, tunnel)
         if outcome.error is not None:
-            raise ConnectionFailed(f"Connection failed: {outcome.error.message}")
+            message = f"Connection failed: {outcome.error.message}"
+            if outcome.hint:
+                message = f"{message} Hint: {outcome.hint}"
+            failed = ConnectionFailed(message)
+            failed.extra = {"errorKind": outcome.error.kind, "hint": outcome.hint}
+            raise failed
+        if tunnel is not None and tunnel.host_key_fingerprint is None and outcome.ssh_host_key:
+            return replace(tunnel, host_key_fingerprint=outcome.ssh_host_key)
+        return tunnel
 
-    async def _try(self, reach: _Reach) -> TestOutcome:
+    async def _try(self, reach: Reach, tunnel: SshTunnel | None) -> TestOutcome:
         target = EngineTarget(
             host=reach.host,
             port=reach.port,
@@ -366,87 +428,30 @@ class ConnectionService:
             tls=reach.tls,
             db=reach.db,
             tls_ca_file=self._live.tls_ca_file,
+            tls_ca_cert=reach.tls_ca_cert,
+            tls_cert=reach.tls_cert,
+            tls_key=reach.tls_key,
+            tls_insecure=reach.tls_insecure,
         )
+        forward = None
+        if tunnel is not None:
+            forward = self._live.tunnels.forward(reach.host, reach.port, tunnel)
+            target = replace(target, via=forward)
         client = self._live.new_client(target)
         started = time.perf_counter()
         try:
             identity = await detect(client, forced_type=forced_engine(reach.db_type))
-            return TestOutcome(identity, None, _elapsed_ms(started))
+            return TestOutcome(identity, None, _elapsed_ms(started), ssh_host_key=_seen(forward))
         except EngineError as exc:
-            return TestOutcome(None, exc, _elapsed_ms(started))
+            hint = hint_for(exc, target=target)
+            return TestOutcome(None, exc, _elapsed_ms(started), hint, ssh_host_key=_seen(forward))
         finally:
             await client.close()
-
-    def _reach(self, body: ConnectionFields, *, base: Connection | None) -> _Reach:
-        """Merge URL, `host:port` and explicit fields; explicit fields win over the URL."""
-        host = base.host if base else None
-        port = base.port if base else None
-        username = base.username if base else "default"
-        password = base.password if base else None
-        tls = base.tls if base else False
-        db = base.db if base else 0
-        if body.url is not None:
-            url = parse_connection_url(body.url)
-            host, port, tls = url.host, url.port or 6379, url.tls
-            username = url.username or "default"
-            password = url.password
-            db = url.db if url.db is not None else 0
-        if body.host is not None:
-            host, host_port = split_host_port(body.host)
-            if host_port is not None:
-                if body.port is not None and body.port != host_port:
-                    raise Unprocessable(
-                        f"port {body.port} disagrees with the port in host ({host_port})",
-                        field="port",
-                    )
-                port = host_port
-        if body.port is not None:
-            port = body.port
-        if host is None:
-            raise Unprocessable("host (or url) is required", field="host")
-        if body.username is not None:
-            username = body.username or "default"
-        if body.password is not None:
-            password = body.password or None  # "" clears a stored password
-        return _Reach(
-            host=host,
-            port=port or 6379,
-            username=username,
-            password=password,
-            tls=body.tls if body.tls is not None else tls,
-            db=body.db if body.db is not None else db,
-            db_type=body.db_type or (base.db_type if base else "auto"),
-        )
+            if forward is not None:
+                await forward.close()
 
     def _tunnel(self, body: SshTunnelIn | None, *, base: SshTunnel | None) -> SshTunnel | None:
-        if body is None:
-            return None
-        if body.private_key_path is not None:
-            self._check_key_path(body.private_key_path)
-        # Secrets left out of an edit keep their stored values.
-        keep = base if base is not None and base.host == body.host else None
-        return SshTunnel(
-            host=body.host,
-            port=body.port,
-            username=body.username,
-            password=_given_or(body.password, keep.password if keep else None),
-            private_key=_given_or(body.private_key, keep.private_key if keep else None),
-            passphrase=_given_or(body.passphrase, keep.passphrase if keep else None),
-            private_key_path=body.private_key_path,
-            host_key_fingerprint=body.host_key_fingerprint,
-        )
-
-    def _check_key_path(self, relative: str) -> None:
-        key_dir = self._settings.SVC_SSH_KEY_DIR
-        field = "sshTunnel.privateKeyPath"
-        if key_dir is None:
-            raise Unprocessable(
-                f"{field}: key files are disabled: SVC_SSH_KEY_DIR is not set", field=field
-            )
-        root = key_dir.expanduser().resolve()
-        candidate = (root / Path(relative)).resolve()
-        if Path(relative).is_absolute() or not candidate.is_relative_to(root):
-            raise Unprocessable(f"{field}: must be a path inside SVC_SSH_KEY_DIR", field=field)
+        return merge_tunnel(body, base=base, key_dir=self._settings.SVC_SSH_KEY_DIR)
 
 
 def _refuse_credentials(body: ConnectionFields) -> None:
@@ -461,11 +466,18 @@ def _refuse_credentials(body: ConnectionFields) -> None:
             )
 
 
-def _given_or(given: str | None, stored: str | None) -> str | None:
-    """An absent secret keeps the stored one; an empty one clears it."""
-    if given is None:
-        return stored
-    return given or None
+def _pin(tunnel: SshTunnel | None) -> str | None:
+    return None if tunnel is None else tunnel.host_key_fingerprint
+
+
+def _seen(forward: SshForward | None) -> str | None:
+    """The host key a test's tunnel was shown (pinned in memory by then), if it got one."""
+    return None if forward is None else forward.pinned_fingerprint
+
+
+def _read(path: Path | None) -> str | None:
+    # Settings checked the file at startup (config.py); it is read when the default is made.
+    return None if path is None else path.expanduser().read_text(encoding="utf-8")
 
 
 def _now_ms() -> int:

@@ -14,6 +14,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    false,
     select,
     update,
 )
@@ -41,6 +42,11 @@ connections = Table(
     Column("updated_at", BigInteger, nullable=False),
     # "poll": we connect to it; "push": a Collector sends its metrics to /v1/external/metrics.
     Column("source", String(8), nullable=False, server_default="poll"),
+    # PEM text; tls_key is sealed like the password.
+    Column("tls_ca_cert", Text, nullable=True),
+    Column("tls_cert", Text, nullable=True),
+    Column("tls_key", Text, nullable=True),
+    Column("tls_insecure", Boolean, nullable=False, server_default=false()),
 )
 
 _SSH_SECRETS = ("password", "private_key", "passphrase")
@@ -129,13 +135,16 @@ class ConnectionStore:
         def reseal(conn: DbConnection) -> int:
             changed = 0
             for row in conn.execute(select(connections)).all():
-                plain_password = row.password is not None and SecretBox.is_plain(row.password)
+                plain_secret = any(
+                    value is not None and SecretBox.is_plain(value)
+                    for value in (row.password, row.tls_key)
+                )
                 plain_tunnel = row.ssh_tunnel is not None and any(
                     isinstance(v, str) and SecretBox.is_plain(v)
                     for k, v in json.loads(row.ssh_tunnel).items()
                     if k in _SSH_SECRETS
                 )
-                if plain_password or plain_tunnel:
+                if plain_secret or plain_tunnel:
                     model = self._to_model(row)
                     if model.secret_error:
                         # Its secrets did not all open: rewriting the row would erase them.
@@ -144,7 +153,11 @@ class ConnectionStore:
                     conn.execute(
                         update(connections)
                         .where(connections.c.id == row.id)
-                        .values(password=values["password"], ssh_tunnel=values["ssh_tunnel"])
+                        .values(
+                            password=values["password"],
+                            ssh_tunnel=values["ssh_tunnel"],
+                            tls_key=values["tls_key"],
+                        )
                     )
                     changed += 1
             return changed
@@ -171,6 +184,12 @@ class ConnectionStore:
             "created_at": c.created_at,
             "updated_at": c.updated_at,
             "source": c.source,
+            "tls_ca_cert": c.tls_ca_cert,
+            "tls_cert": c.tls_cert,
+            "tls_key": None
+            if c.tls_key is None
+            else self._secrets.seal(c.tls_key, context=f"connections:{c.id}:tls_key"),
+            "tls_insecure": c.tls_insecure,
         }
 
     def _to_model(self, row: Row[Any]) -> Connection:
@@ -189,10 +208,13 @@ class ConnectionStore:
             created_at=row.created_at,
             updated_at=row.updated_at,
             source=row.source,
+            tls_ca_cert=row.tls_ca_cert,
+            tls_cert=row.tls_cert,
+            tls_insecure=bool(row.tls_insecure),
         )
         # Each secret opens on its own, so one bad value does not hide the others.
         errors: dict[str, str] = {}
-        password = tunnel = None
+        password = tunnel = tls_key = None
         try:
             if row.password is not None:
                 context = f"connections:{row.id}:password"
@@ -204,10 +226,16 @@ class ConnectionStore:
                 tunnel = self._ssh_from_json(row.id, row.ssh_tunnel)
         except SecretUndecryptable as exc:
             errors["sshTunnel"] = str(exc)
+        try:
+            if row.tls_key is not None:
+                tls_key = self._secrets.open(row.tls_key, context=f"connections:{row.id}:tls_key")
+        except SecretUndecryptable as exc:
+            errors["tlsKey"] = str(exc)
         return replace(
             connection,
             password=password,
             ssh_tunnel=tunnel,
+            tls_key=tls_key,
             secret_error="; ".join(f"{k}: {v}" for k, v in errors.items()) or None,
             unreadable=frozenset(errors),
         )
@@ -217,6 +245,7 @@ class ConnectionStore:
             "host": tunnel.host,
             "port": tunnel.port,
             "username": tunnel.username,
+            "auth_method": tunnel.auth_method,
             "private_key_path": tunnel.private_key_path,
             "host_key_fingerprint": tunnel.host_key_fingerprint,
         }

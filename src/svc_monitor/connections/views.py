@@ -2,6 +2,7 @@
 
 from svc_monitor.connections.live import EngineSnapshot, PushStatus
 from svc_monitor.connections.models import Connection
+from svc_monitor.connections.pem import summary
 from svc_monitor.connections.schemas import (
     Capabilities,
     ConnectionRead,
@@ -11,6 +12,7 @@ from svc_monitor.connections.schemas import (
     SshTunnelRead,
 )
 from svc_monitor.connections.service import TestOutcome
+from svc_monitor.connections.tunnels import auth_method
 from svc_monitor.engine.capabilities import EngineIdentity
 
 
@@ -20,6 +22,7 @@ def to_read(
     tunnel = connection.ssh_tunnel
     if connection.pushed and seen is None:  # registered a moment ago: nothing pushed yet
         seen = PushStatus(False, connection.updated_at).snapshot()
+    client_cert = summary(connection.tls_cert) if connection.tls_cert else None
     return ConnectionRead(
         id=connection.id,
         source=connection.source,
@@ -29,6 +32,12 @@ def to_read(
         username=connection.username,
         db=connection.db,
         tls=connection.tls,
+        hasTlsCaCert=connection.tls_ca_cert is not None,
+        hasTlsCert=connection.tls_cert is not None,
+        hasTlsKey=connection.tls_key is not None or "tlsKey" in connection.unreadable,
+        tlsInsecure=connection.tls_insecure,
+        tlsCertSubject=client_cert.subject if client_cert else None,
+        tlsCertExpiresAt=client_cert.not_after_ms if client_cert else None,
         dbType=connection.db_type,
         hasPassword=connection.password is not None or connection.secret_error is not None,
         sshTunnel=None
@@ -37,6 +46,7 @@ def to_read(
             host=tunnel.host,
             port=tunnel.port,
             username=tunnel.username,
+            authMethod=auth_method(tunnel),
             privateKeyPath=tunnel.private_key_path,
             hostKeyFingerprint=tunnel.host_key_fingerprint,
             hasPassword=tunnel.password is not None,
@@ -90,13 +100,16 @@ def to_test_result(outcome: TestOutcome) -> ConnectionTestResult:
             success=False,
             error=outcome.error.message,
             errorKind=outcome.error.kind,
+            hint=outcome.hint,
             latencyMs=outcome.latency_ms,
+            sshHostKeyFingerprint=outcome.ssh_host_key,
         )
     identity = outcome.identity
     assert identity is not None
     return ConnectionTestResult(
         success=True,
         latencyMs=outcome.latency_ms,
+        sshHostKeyFingerprint=outcome.ssh_host_key,
         type=identity.type,
         version=identity.version,
         capabilities=_capabilities(identity),

@@ -6,15 +6,17 @@ against ~0.2 ms for ours, which decides whether 3,000 polls/s per core is reacha
 """
 
 import asyncio
+import ssl
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from valkey.asyncio import Valkey
+from valkey.asyncio import ConnectionPool, Valkey
 from valkey.asyncio.retry import Retry
 from valkey.backoff import NoBackoff
 
+from svc_monitor.engine.dial import Dialer, TargetConnection
 from svc_monitor.engine.errors import (
     EngineError,
     EngineProtocolError,
@@ -23,6 +25,7 @@ from svc_monitor.engine.errors import (
 )
 from svc_monitor.engine.info import InfoTooLarge, ParsedInfo, parse_info
 from svc_monitor.engine.ledger import CommandLedger, command_name
+from svc_monitor.engine.tls import client_context
 
 CLIENT_NAME = "svc-monitor"
 # valkey-py's pool fails a call at once ("Too many connections") when all of these are busy,
@@ -33,7 +36,11 @@ MAX_CONNECTIONS = 4
 
 @dataclass(frozen=True, slots=True)
 class EngineTarget:
-    """Where and how to reach an instance."""
+    """Where and how to reach an instance.
+
+    With `tls`, the certificate is verified against `host` (the real database host name)
+    even when `via` dials somewhere else; `tls_insecure` turns verification off.
+    """
 
     host: str
     port: int
@@ -41,11 +48,36 @@ class EngineTarget:
     password: str | None = field(default=None, repr=False)
     tls: bool = False
     db: int = 0
-    tls_ca_file: str | None = None
+    tls_ca_file: str | None = None  # ENGINE_TLS_CA_FILE, for every connection
+    tls_ca_cert: str | None = field(default=None, repr=False)  # PEM, this connection's CAs
+    tls_cert: str | None = field(default=None, repr=False)  # PEM client certificate (mTLS)
+    tls_key: str | None = field(default=None, repr=False)  # PEM private key of tls_cert
+    tls_insecure: bool = False
+    # Takes part in equality: a Dialer should compare equal while it leads to the same place,
+    # or every lookup of a connection's client would replace it.
+    via: Dialer | None = field(default=None, repr=False)
 
     @property
     def address(self) -> str:
         return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+    def peer(self, host: str, port: int) -> "EngineTarget":
+        """Another node of the same deployment, with these credentials and TLS. Dialled
+        directly: only the configured instance is tunnelled (spec, sshTunnel)."""
+        return replace(self, host=host, port=port, via=None)
+
+
+def tls_context(target: EngineTarget) -> ssl.SSLContext | None:
+    """The SSL context for `target` (None without TLS); EngineTlsError if it cannot load."""
+    if not target.tls:
+        return None
+    return client_context(
+        ca_pem=target.tls_ca_cert,
+        ca_file=target.tls_ca_file,
+        cert_pem=target.tls_cert,
+        key_pem=target.tls_key,
+        insecure=target.tls_insecure,
+    )
 
 
 def _raw(response: Any, **_: Any) -> Any:
@@ -71,15 +103,17 @@ class EngineClient:
         self.deadline_s = connect_timeout_s + command_timeout_s
         self._slots = asyncio.Semaphore(MAX_CONNECTIONS)
         self._closed = False
-        tls_options: dict[str, Any] = {}
-        if target.tls:
-            tls_options = {
-                "ssl": True,
-                "ssl_cert_reqs": "required",
-                "ssl_check_hostname": True,
-                "ssl_ca_certs": target.tls_ca_file,
-            }
-        self._client = Valkey(
+        # Material that does not load fails every command with the reason, as a socket would.
+        self._unusable: EngineError | None = None
+        context: ssl.SSLContext | None = None
+        try:
+            context = tls_context(target)
+        except EngineError as exc:
+            self._unusable = exc
+        pool = ConnectionPool(
+            connection_class=TargetConnection,
+            via=target.via,
+            tls_context=context,
             host=target.host,
             port=target.port,
             username=target.username or None,
@@ -98,9 +132,13 @@ class EngineClient:
             max_connections=MAX_CONNECTIONS,
             decode_responses=False,
             protocol=2,
-            **tls_options,
         )
+        self._client = Valkey.from_pool(pool)
         self._client.set_response_callback("INFO", _raw)
+        # valkey-py's COMMAND callback raises on the nil that COMMAND INFO answers for a
+        # renamed or unknown command, and in a pipeline that fails every reply with it:
+        # capability detection asks COMMAND INFO MONITOR, so keep the reply as it came.
+        self._client.set_response_callback("COMMAND", _raw)
 
     async def execute(self, *args: Any) -> Any:
         """Run one command; EngineError on any failure."""
@@ -182,6 +220,9 @@ class EngineClient:
     def _refuse_if_closed(self) -> None:
         if self._closed:
             raise EngineUnreachable(f"the client for {self.target.address} is closed")
+        if self._unusable is not None:
+            # A fresh error each time: raising one object again would grow its traceback.
+            raise type(self._unusable)(self._unusable.message, reason=self._unusable.reason)
 
     def _translate(self, exc: BaseException) -> EngineError:
         return translate(

@@ -2,9 +2,9 @@
 
 MONITOR turns a connection into a one-way stream, so a capture never borrows the pooled
 client of connections/live.py: it opens its own socket with the connection's address,
-credentials and TLS settings (as engine/client.py's EngineClient does: same timeouts,
-client name "svc-monitor", no CLIENT SETINFO), and closes it when the capture ends, which
-the engine sees as the client leaving.
+credentials and TLS settings (as engine/client.py's EngineClient does: the same SSL context
+builder and dial rule, same timeouts, client name "svc-monitor", no CLIENT SETINFO), and
+closes it when the capture ends, which the engine sees as the client leaving.
 
 The stream is read raw rather than through valkey-py, whose reader keeps a whole reply in
 memory however long it is: a `SET` of a 500 MB value is a 500 MB MONITOR line. Here at
@@ -13,10 +13,10 @@ most LINE_LIMIT bytes of a line are ever buffered; the rest is read and counted,
 
 import asyncio
 import contextlib
-import ssl
 from dataclasses import dataclass
 
-from svc_monitor.engine.client import CLIENT_NAME, EngineTarget
+from svc_monitor.engine.client import CLIENT_NAME, EngineTarget, tls_context
+from svc_monitor.engine.dial import open_stream
 from svc_monitor.engine.errors import (
     EngineAuthError,
     EngineError,
@@ -60,12 +60,15 @@ class MonitorStream:
         fails, with the server's own words (NOPERM, unknown command, WRONGPASS ...)."""
         deadline = connect_timeout_s + command_timeout_s
         try:
-            async with asyncio.timeout(connect_timeout_s):
-                reader, writer = await asyncio.open_connection(
+            # The whole deadline bounds a tunnel's `via.address()`; open_stream's own
+            # connect timeout bounds the TCP connect and the TLS handshake.
+            async with asyncio.timeout(deadline):
+                reader, writer = await open_stream(
                     target.host,
                     target.port,
-                    ssl=_tls_context(target) if target.tls else None,
-                    server_hostname=target.host if target.tls else None,
+                    via=target.via,
+                    tls=tls_context(target),
+                    timeout_s=connect_timeout_s,
                     limit=LINE_LIMIT,
                 )
         except Exception as exc:
@@ -158,11 +161,6 @@ def _error_reply(text: str) -> EngineError:
     if text.startswith(("NOAUTH", "WRONGPASS")):
         return EngineAuthError(text)
     return EngineResponseError(text)
-
-
-def _tls_context(target: EngineTarget) -> ssl.SSLContext:
-    # As EngineClient asks valkey-py: verify the certificate and the host name.
-    return ssl.create_default_context(cafile=target.tls_ca_file)
 
 
 def _translate(exc: BaseException, target: EngineTarget, deadline: float) -> EngineError:

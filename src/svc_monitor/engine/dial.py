@@ -1,0 +1,94 @@
+"""Opening the socket to an instance: where to dial, and TLS as a step of its own.
+
+The address dialled can differ from the instance's host: an SSH tunnel (a `Dialer`) hands
+out 127.0.0.1 and a local forwarded port, while TLS still sends the real host name (SNI)
+and verifies the certificate against it (spec, sshTunnel).
+
+TLS runs after the TCP connect rather than inside it, so a handshake that gets no answer
+is told apart from a host that does not answer at all: Redis 7.0 on a plain port reads a
+ClientHello as the start of an inline command and waits for its end, so a TLS client there
+sees nothing but a timeout (tried against Debian's redis-server 7.0.15).
+"""
+
+import asyncio
+import socket
+import ssl
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from valkey.asyncio.connection import Connection
+
+from svc_monitor.engine.errors import TlsHandshakeTimeout
+
+# asyncio's own default, which valkey-py keeps too.
+STREAM_LIMIT = 2**16
+
+
+class Dialer(Protocol):
+    """Where to open the TCP connection to an instance instead of its own address."""
+
+    async def address(self) -> tuple[str, int]:
+        """The host and port to dial now (an SSH tunnel's local end, say)."""
+        ...
+
+
+async def open_stream(
+    host: str,
+    port: int,
+    *,
+    via: Dialer | None,
+    tls: ssl.SSLContext | None,
+    timeout_s: float | None,
+    limit: int = STREAM_LIMIT,
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """Connect to `host:port` (or to where `via` says), then run the TLS handshake for
+    `host`; TCP connect and handshake share `timeout_s`. A handshake past it raises
+    TlsHandshakeTimeout; everything else is raised as the socket or ssl module raised it."""
+    dial_host, dial_port = await via.address() if via is not None else (host, port)
+    writer: asyncio.StreamWriter | None = None
+    handshaking = False
+    try:
+        async with asyncio.timeout(timeout_s):
+            reader, writer = await asyncio.open_connection(dial_host, dial_port, limit=limit)
+            sock = writer.transport.get_extra_info("socket")
+            if sock is not None:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if tls is not None:
+                handshaking = True
+                await writer.start_tls(tls, server_hostname=host)
+    except BaseException as exc:
+        if writer is not None:
+            writer.close()
+        if handshaking and isinstance(exc, TimeoutError) and timeout_s is not None:
+            raise TlsHandshakeTimeout(timeout_s) from None
+        raise
+    return reader, writer
+
+
+class TargetConnection(Connection):
+    """valkey-py's TCP connection, dialled by `open_stream`: through `via` when set, with a
+    prebuilt SSL context shared by the pool (one per client, not one per socket)."""
+
+    def __init__(
+        self,
+        *,
+        via: Dialer | None = None,
+        tls_context: ssl.SSLContext | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self.via = via
+        self.tls_context = tls_context
+        super().__init__(**kwargs)
+
+    def _connection_arguments(self) -> Mapping[str, Any]:
+        # Only what valkey-py itself might print or reuse; `via` stays out of it.
+        return {"host": self.host, "port": self.port}
+
+    async def _connect(self) -> None:
+        self._reader, self._writer = await open_stream(
+            self.host,
+            self.port,
+            via=self.via,
+            tls=self.tls_context,
+            timeout_s=self.socket_connect_timeout,
+        )
