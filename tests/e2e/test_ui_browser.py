@@ -48,8 +48,12 @@ class TestAddConnection:
             async with open_page(service.url) as page:
                 await add_connection(page, f"redis://{redis7_server.host}:{redis7_server.port}")
                 dialog = page.locator("#connection-dialog")
-                await expect(dialog.get_by_label("Host")).to_have_value(redis7_server.host)
-                await expect(dialog.get_by_label("Port")).to_have_value(str(redis7_server.port))
+                await expect(dialog.get_by_label("Host", exact=True)).to_have_value(
+                    redis7_server.host
+                )
+                await expect(dialog.get_by_label("Port", exact=True)).to_have_value(
+                    str(redis7_server.port)
+                )
 
                 await dialog.get_by_role("button", name="Test").click()
                 version = str(cast(dict[str, Any], redis.info("server"))["redis_version"])

@@ -2,6 +2,8 @@
 
 Every change goes through ConnectionService, exactly as the REST API's does; a
 successful change reloads the page (`HX-Refresh`) so every part shows the new state.
+The Direct tab also takes TLS material and an SSH bastion (web/forms.py turns them into
+the API's fields); an edit shows what is stored as the API reads it (never a secret).
 The dialog's OTLP push tab registers a push connection and shows the Collector
 configuration for it; the switcher lists discovered pushers to register or dismiss.
 """
@@ -17,15 +19,24 @@ from svc_monitor.auth.origin import public_base
 from svc_monitor.connections.addresses import is_plain_host
 from svc_monitor.connections.models import Connection
 from svc_monitor.connections.schemas import ConnectionCreate, ConnectionTest, ConnectionUpdate
-from svc_monitor.errors import AppError
+from svc_monitor.connections.views import to_read
+from svc_monitor.errors import AppError, Conflict
 from svc_monitor.otlp.collector_config import VERSION_PATTERN, Engine, collector_config
 from svc_monitor.web.dependencies import UI_HEADERS, FromThisPage, Ui, UiDep
-from svc_monitor.web.forms import ConnectionForm, parse_form, to_push_request, to_request
+from svc_monitor.web.forms import (
+    CONNECTION_FORM_BYTES,
+    ConnectionForm,
+    parse_form,
+    read_form,
+    to_push_request,
+    to_request,
+)
 from svc_monitor.web.shell import CONNECTION_COOKIE
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
 
 _COOKIE_MAX_AGE_S = 365 * 24 * 3600
+REPINNED = "Pin cleared: the next connection will trust and pin the bastion's key."
 
 
 @router.post("/connection", dependencies=[FromThisPage])
@@ -53,8 +64,7 @@ async def new_connection(request: Request, ui: UiDep) -> HTMLResponse:
     `name`, `host` and `port` when given (a discovered instance's Register)."""
     query = request.query_params
     if query.get("source") != "push":
-        form = ConnectionForm({"port": "6379"})
-        return ui.fragment("connections/dialog.html", form=form, editing=None, push=False)
+        return _direct_dialog(ui, None)
     values = {name: query.get(name, "")[:255] for name in ("name", "host", "port")}
     values["port"] = values["port"] or "6379"
     return _push_dialog(ui, values, editing=None)
@@ -63,17 +73,14 @@ async def new_connection(request: Request, ui: UiDep) -> HTMLResponse:
 @router.get("/connections/{connection_id}/edit")
 async def edit_connection(connection_id: str, ui: UiDep) -> HTMLResponse:
     c = await ui.services.connections.get(connection_id)
-    values = {"name": c.name, "host": c.host, "port": str(c.port), "username": c.username}
     if c.pushed:
+        values = {"name": c.name, "host": c.host, "port": str(c.port)}
         push = ui.services.connections.push_status(c)
         if push is not None:
             values["engine"] = push.engine
             values["valkey_version"] = (push.version or "") if push.engine == "valkey" else ""
         return _push_dialog(ui, values, editing=c)
-    if c.tls:
-        values["tls"] = "on"
-    form = ConnectionForm(values)
-    return ui.fragment("connections/dialog.html", form=form, editing=c, push=False)
+    return _direct_dialog(ui, c)
 
 
 @router.get("/connections/collector-config")
@@ -96,8 +103,9 @@ async def dismiss_discovered(
 
 @router.post("/connections/test", dependencies=[FromThisPage])
 async def test_connection(request: Request, ui: UiDep) -> HTMLResponse:
-    """Try what the form holds; the engine's own error, or its type and version."""
-    values = parse_form(await request.body())
+    """Try what the form holds; the engine's own error, or its type and version (and the
+    bastion's host key when it goes through an SSH tunnel)."""
+    values = await read_form(request, limit=CONNECTION_FORM_BYTES)
     body = to_request(ConnectionTest, values)
     if isinstance(body, dict):
         return _result(ui, errors=body)
@@ -110,7 +118,7 @@ async def test_connection(request: Request, ui: UiDep) -> HTMLResponse:
 
 @router.post("/connections", dependencies=[FromThisPage])
 async def create_connection(request: Request, ui: UiDep) -> Response:
-    values = parse_form(await request.body())
+    values = await read_form(request, limit=CONNECTION_FORM_BYTES)
     if values.get("source") == "push":
         body = to_push_request(ConnectionCreate, values)
     else:
@@ -127,11 +135,11 @@ async def create_connection(request: Request, ui: UiDep) -> Response:
 @router.post("/connections/{connection_id}", dependencies=[FromThisPage])
 async def update_connection(connection_id: str, request: Request, ui: UiDep) -> Response:
     current = await ui.services.connections.get(connection_id)
-    values = parse_form(await request.body())
+    values = await read_form(request, limit=CONNECTION_FORM_BYTES)
     if current.pushed:
         body = to_push_request(ConnectionUpdate, values, editing=True)
     else:
-        body = to_request(ConnectionUpdate, values, editing=True)
+        body = to_request(ConnectionUpdate, values, editing=True, stored_tunnel=current.ssh_tunnel)
     if isinstance(body, dict):
         return _result(ui, errors=body)
     try:
@@ -139,6 +147,21 @@ async def update_connection(connection_id: str, request: Request, ui: UiDep) -> 
     except AppError as exc:
         return _result(ui, errors={exc.field or "form": exc.message})
     return _reload()
+
+
+@router.post("/connections/{connection_id}/ssh/repin", dependencies=[FromThisPage])
+async def repin_ssh_host_key(connection_id: str, ui: UiDep) -> HTMLResponse:
+    """Clear the pinned bastion key (a bastion rebuilt on purpose); answers with the Edit
+    dialog again, saying so, or why not."""
+    connections = ui.services.connections
+    try:
+        connection = await connections.repin_ssh_host_key(connection_id)
+    except Conflict as exc:  # no tunnel (any more): nothing to re-pin
+        current = await connections.get(connection_id)
+        if current.pushed:
+            raise  # no Direct tab to show it in: the page's toast says it
+        return _direct_dialog(ui, current, problem=exc.message)
+    return _direct_dialog(ui, connection, notice=REPINNED)
 
 
 @router.post("/connections/{connection_id}/default", dependencies=[FromThisPage])
@@ -195,6 +218,33 @@ def _collector(ui: Ui, values: dict[str, str]) -> CollectorView:
             "reach it. Set it, and the configuration gains the bearer header."
         )
     return CollectorView(text=text, notes=notes)
+
+
+def _direct_dialog(
+    ui: Ui, c: Connection | None, *, notice: str = "", problem: str = ""
+) -> HTMLResponse:
+    """The Direct tab, empty or filled from a stored connection (its secrets never)."""
+    values = {"port": "6379", "ssh_port": "22", "ssh_auth": "password"}
+    shown = None
+    if c is not None:
+        shown = to_read(c, None)
+        values.update(name=c.name, host=c.host, port=str(c.port), username=c.username)
+        values.update(tls="on" if c.tls else "", tls_insecure="on" if c.tls_insecure else "")
+    if shown is not None and shown.sshTunnel is not None:
+        tunnel = shown.sshTunnel
+        values.update(ssh="on", ssh_host=tunnel.host, ssh_port=str(tunnel.port))
+        values.update(ssh_username=tunnel.username, ssh_auth=tunnel.authMethod)
+        values.update(ssh_key_path=tunnel.privateKeyPath or "")
+    return ui.fragment(
+        "connections/dialog.html",
+        form=ConnectionForm(values),
+        editing=c,
+        shown=shown,
+        push=False,
+        key_files=ui.services.settings.SVC_SSH_KEY_DIR is not None,
+        notice=notice,
+        problem=problem,
+    )
 
 
 def _push_dialog(ui: Ui, values: dict[str, str], *, editing: Connection | None) -> HTMLResponse:

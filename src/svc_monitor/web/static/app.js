@@ -1,4 +1,4 @@
-// svc-monitor UI: dialogs, the quick-connect box, local times and the history charts.
+// svc-monitor UI: dialogs, the quick-connect box, PEM files, local times and the history charts.
 // Pages are rendered on the server; this script only adds what HTML cannot do alone.
 "use strict";
 
@@ -114,6 +114,23 @@
     if (hostPort) return { host: hostPort[1].replace(/^\[|\]$/g, ""), port: hostPort[2] };
     return { host: text };
   }
+
+  // --- PEM files (connection dialog): the file's text goes into the text area it names,
+  // so the form stays urlencoded and the server checks the text as if it were pasted ---
+  const PEM_FILE_MAX_BYTES = 256 * 1024; // the API's largest PEM field (a CA bundle)
+  document.addEventListener("change", async (event) => {
+    const input = event.target;
+    if (!(input instanceof HTMLInputElement) || !input.form || !input.dataset.pemInto) return;
+    const file = input.files && input.files[0];
+    const area = input.form.elements.namedItem(input.dataset.pemInto);
+    if (!file || !area) return;
+    if (file.size > PEM_FILE_MAX_BYTES) {
+      input.value = "";
+      toast(file.name + " is larger than 256 KiB: not a certificate or key.");
+      return;
+    }
+    area.value = await file.text();
+  });
 
   // --- times: the server writes UTC; show them in the browser's zone ---
   function localTimes(root) {
