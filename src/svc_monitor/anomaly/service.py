@@ -335,16 +335,22 @@ class AnomalyService:
         ]
         return states
 
-    async def resolve_event(self, connection_id: str, event_id: int) -> None:
+    async def resolve_event(self, connection_id: str, event_id: int) -> bool:
+        """Resolve one event; False when it already was (its first time is kept)."""
         self._check()
-        if not await self._store.resolve_event(connection_id, event_id, at_ms=_now_ms()):
+        newly = await self._store.resolve_event(connection_id, event_id, at_ms=_now_ms())
+        if newly is None:
             raise AnomalyNotFound(f"no anomaly event {event_id} on this connection")
+        return newly
 
-    async def resolve_group(self, connection_id: str, group_id: int) -> None:
+    async def resolve_group(self, connection_id: str, group_id: int) -> bool:
+        """Resolve a group and its events; False when it already was."""
         self._check()
-        if not await self._store.resolve_group(connection_id, group_id, at_ms=_now_ms()):
+        newly = await self._store.resolve_group(connection_id, group_id, at_ms=_now_ms())
+        if newly is None:
             raise AnomalyNotFound(f"no anomaly group {group_id} on this connection")
         self._resolved_groups.add(group_id)
+        return newly
 
 
 def _now_ms() -> int:

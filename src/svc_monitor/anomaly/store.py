@@ -148,13 +148,16 @@ class AnomalyStore:
         query = _resolved(query, t, resolved)
         return await self._db.fetch_all(query.order_by(t.c.id.desc()).limit(limit))
 
-    async def resolve_event(self, connection_id: str, event_id: int, *, at_ms: int) -> bool:
-        """Mark the event resolved (kept if it already was); False when it is not there."""
+    async def resolve_event(self, connection_id: str, event_id: int, *, at_ms: int) -> bool | None:
+        """Mark the event resolved: True when it was open, False when it already was (its
+        first resolved time is kept), None when it is not there."""
         t = anomaly_events.c
         found = await self._db.fetch_one(
-            select(t.id).where(t.connection_id == connection_id, t.id == event_id)
+            select(t.resolved_at).where(t.connection_id == connection_id, t.id == event_id)
         )
         if found is None:
+            return None
+        if found.resolved_at is not None:
             return False
         await self._db.execute(
             update(anomaly_events)
@@ -163,16 +166,17 @@ class AnomalyStore:
         )
         return True
 
-    async def resolve_group(self, connection_id: str, group_id: int, *, at_ms: int) -> bool:
-        """Mark the group and every event of it resolved; False when it is not there."""
+    async def resolve_group(self, connection_id: str, group_id: int, *, at_ms: int) -> bool | None:
+        """Mark the group and every event of it resolved: True when the group was open,
+        False when it already was, None when it is not there."""
         g, e = anomaly_groups.c, anomaly_events.c
 
-        def work(conn: Connection) -> bool:
+        def work(conn: Connection) -> bool | None:
             found = conn.execute(
-                select(g.id).where(g.connection_id == connection_id, g.id == group_id)
+                select(g.resolved_at).where(g.connection_id == connection_id, g.id == group_id)
             ).first()
             if found is None:
-                return False
+                return None
             conn.execute(
                 update(anomaly_groups)
                 .where(g.id == group_id, g.resolved_at.is_(None))
@@ -183,7 +187,7 @@ class AnomalyStore:
                 .where(e.group_id == group_id, e.resolved_at.is_(None))
                 .values(resolved_at=at_ms)
             )
-            return True
+            return found.resolved_at is None
 
         return await self._db.run(work)
 

@@ -27,9 +27,6 @@ PAGE = Page("anomalies", "/anomalies", "Anomalies")
 router = APIRouter(include_in_schema=False)
 GROUPS_SHOWN = 50
 EVENTS_SHOWN = 100
-# How far back a resolve looks for the row already being resolved, to say so rather than
-# "resolved" again (the service keeps the first resolved time either way).
-RESOLVED_LOOKBACK = 1000
 # The "Show resolved" toggle sends `resolved=hide` from a hidden field, then
 # `resolved=show` from the checkbox when it is ticked: the last value wins.
 HIDE = "hide"
@@ -108,40 +105,21 @@ async def _resolve(
         raise Conflict("Choose a connection first: anomalies belong to one")
     show_resolved = parse_form(await request.body()).get("resolved", "") != HIDE
     anomaly = ui.features.anomaly
-    if kind == "group":
-        done = await anomaly.groups(
-            connection.id,
-            since=None,
-            until=None,
-            pattern=None,
-            resolved=True,
-            limit=RESOLVED_LOOKBACK,
-        )
-    else:
-        done = await anomaly.events(
-            connection.id,
-            since=None,
-            until=None,
-            metric=None,
-            severity=None,
-            resolved=True,
-            limit=RESOLVED_LOOKBACK,
-        )
     outcome: dict[str, str]
-    if any(row.id == row_id for row in done):
-        # Someone else got there first (or a second click): the row keeps its first time.
-        outcome = {"error": f"{kind.title()} {row_id} was already resolved; nothing changed."}
-    else:
-        try:
-            if kind == "group":
-                await anomaly.resolve_group(connection.id, row_id)
-            else:
-                await anomaly.resolve_event(connection.id, row_id)
-        except AnomalyNotFound:
-            outcome = {"error": f"There is no anomaly {kind} {row_id} on this connection."}
+    try:
+        if kind == "group":
+            newly = await anomaly.resolve_group(connection.id, row_id)
         else:
+            newly = await anomaly.resolve_event(connection.id, row_id)
+    except AnomalyNotFound:
+        outcome = {"error": f"There is no anomaly {kind} {row_id} on this connection."}
+    else:
+        if newly:
             also = ", with its events" if kind == "group" else ""
             outcome = {"message": f"{kind.title()} {row_id} resolved{also}."}
+        else:
+            # Someone else got there first (or a second click): it keeps its first time.
+            outcome = {"error": f"{kind.title()} {row_id} was already resolved; nothing changed."}
     panel = await _panel(ui, connection.id, show_resolved, **outcome)
     return ui.fragment("anomalies/panel.html", panel=panel)
 
