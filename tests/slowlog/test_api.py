@@ -136,6 +136,35 @@ class TestSlowlogHistory:
         assert {r["node"] for r in rows} == {node}
         assert all(r["command"] == "SET" and r["duration"] >= 0 for r in rows)
 
+    async def test_a_burst_longer_than_one_read_is_stored_whole(
+        self, memory_app_factory: AppFactory, logging_valkey: RunningServer
+    ):
+        tag = new_tag()
+        async with memory_app_factory(**FAST, **target_of(logging_valkey)) as app:
+            with logging_valkey.client() as conn:
+                conn.set(f"{tag}:first", "v")
+
+            async def first_stored() -> bool:
+                return len(await tagged(app, tag)) == 1
+
+            await eventually(first_stored)
+            # 400 entries in one round trip: more than one poll's read of the newest 128,
+            # fewer than the server's ring of 1024 holds.
+            with logging_valkey.client() as conn, conn.pipeline(transaction=False) as pipe:
+                for i in range(400):
+                    pipe.set(f"{tag}:{i}", "v")
+                pipe.execute()
+            path = "/api/commandlog-analytics/entries"
+
+            async def all_stored() -> bool:
+                slow = await tagged(app, tag)
+                commandlog = await tagged(app, tag, path, type="slow")
+                return len(slow) == len(commandlog) == 401
+
+            await eventually(all_stored)
+            await ticks_pass(app, "slowlog", 2)
+            assert len(await tagged(app, tag)) == 401  # and nothing stored twice
+
     async def test_filters_window_and_paging(
         self, memory_app_factory: AppFactory, logging_valkey: RunningServer
     ):

@@ -18,7 +18,9 @@ from svc_monitor.slowlog.service import SlowlogService
 
 logger = logging.getLogger(__name__)
 
-_LARGE_TYPES: tuple[LogType, ...] = ("large-request", "large-reply")
+# The most one catch-up read asks for, whatever the server's ring holds: a burst longer
+# than this between two polls keeps its newest entries only.
+CATCH_UP_COUNT = 1024
 # The entries a read saw, told apart cheaply: ids only grow within a server lifetime and
 # a restart starts them again, so (newest id, its start, how many) changes with the log.
 _LogKey: TypeAlias = tuple[int, int, int]
@@ -52,15 +54,15 @@ class LogPoller:
         if connection_id not in self._length_refused:
             commands.append(["SLOWLOG", "LEN"])
         replies = await target.client.try_each(commands)
+        length = self._length(replies[1], connection_id) if len(replies) > 1 else None
         entries: list[LogEntry] | None = None
         # A refusal (NOPERM, renamed away on a managed service) leaves nothing to keep, and
         # is not the instance being down; the INFO poll decides that.
         if not _refused(replies[0], "SLOWLOG GET", connection_id):
-            entries = parse_log_reply(replies[0])
+            entries = await self._caught_up(target, None, parse_log_reply(replies[0]), length)
             await self._slowlog.record(
                 connection_id, node=target.client.target.address, log_type=None, entries=entries
             )
-        length = self._length(replies[1], connection_id) if len(replies) > 1 else None
         if length is not None and self._bus is not None:
             self._bus.publish(
                 SlowlogLength(connection_id=connection_id, at_ms=now_ms(), length=length)
@@ -73,7 +75,7 @@ class LogPoller:
                 at_ms=now_ms(),
                 length=length,
                 last_id=max((e.id for e in entries or ()), default=None),
-                patterns=self._pattern_counts(connection_id, None, entries or []),
+                patterns=self._pattern_counts(connection_id, None, (entries or [])[:FETCH_COUNT]),
             ),
         )
 
@@ -92,22 +94,28 @@ class LogPoller:
         replies = await target.client.try_each(
             [
                 *(["COMMANDLOG", "GET", FETCH_COUNT, log_type] for log_type in LOG_TYPES),
-                *(["COMMANDLOG", "LEN", log_type] for log_type in _LARGE_TYPES),
+                *(["COMMANDLOG", "LEN", log_type] for log_type in LOG_TYPES),
             ]
         )
         failed = next((r for r in replies if isinstance(r, EngineError)), None)
+        gets, lengths = replies[: len(LOG_TYPES)], replies[len(LOG_TYPES) :]
         read: dict[LogType, list[LogEntry]] = {}
-        for log_type, reply in zip(LOG_TYPES, replies, strict=False):
+        for log_type, reply, length in zip(LOG_TYPES, gets, lengths, strict=True):
             if isinstance(reply, EngineError):
                 continue
-            read[log_type] = parse_log_reply(reply)
+            read[log_type] = await self._caught_up(
+                target,
+                log_type,
+                parse_log_reply(reply),
+                length if isinstance(length, int) else None,
+            )
             await self._slowlog.record(
                 connection_id,
                 node=target.client.target.address,
                 log_type=log_type,
                 entries=read[log_type],
             )
-        large_request, large_reply = replies[len(LOG_TYPES) :]
+        large_request, large_reply = lengths[1:]
         if isinstance(large_request, int) and isinstance(large_reply, int):
             self._live_state.put(
                 connection_id,
@@ -116,15 +124,46 @@ class LogPoller:
                     large_request=large_request,
                     large_reply=large_reply,
                     large_request_patterns=self._pattern_counts(
-                        connection_id, "large-request", read.get("large-request", [])
+                        connection_id, "large-request", read.get("large-request", [])[:FETCH_COUNT]
                     ),
                     large_reply_patterns=self._pattern_counts(
-                        connection_id, "large-reply", read.get("large-reply", [])
+                        connection_id, "large-reply", read.get("large-reply", [])[:FETCH_COUNT]
                     ),
                 ),
             )
         if failed is not None:
             raise failed  # the others are stored; the loop backs off and logs it
+
+    async def _caught_up(
+        self,
+        target: PollTarget,
+        log_type: LogType | None,
+        entries: list[LogEntry],
+        length: int | None,
+    ) -> list[LogEntry]:
+        """`entries`, or a longer read when a burst between two polls pushed entries not
+        yet stored out of the newest FETCH_COUNT while the server still holds them (its
+        ring is longer than one read). Costs one more round trip, only after such a burst."""
+        if len(entries) < FETCH_COUNT or length is None or length <= len(entries):
+            return entries
+        if not await self._slowlog.missed_some(
+            target.connection.id,
+            node=target.client.target.address,
+            log_type=log_type,
+            entries=entries,
+        ):
+            return entries
+        count = min(length, CATCH_UP_COUNT)
+        command: list[Any] = (
+            ["SLOWLOG", "GET", count]
+            if log_type is None
+            else ["COMMANDLOG", "GET", count, log_type]
+        )
+        (reply,) = await target.client.try_each([command])
+        if isinstance(reply, EngineError):
+            return entries  # the first read still counts; the loop's next pass tries again
+        longer = parse_log_reply(reply)
+        return longer if len(longer) > len(entries) else entries
 
     def _pattern_counts(
         self, connection_id: str, log_type: LogType | None, entries: Sequence[LogEntry]

@@ -94,10 +94,7 @@ class SlowlogService:
     ) -> int:
         """Store the entries not seen yet; how many were new."""
         key = (connection_id, node, log_type)
-        if key not in self._marks:
-            row = await self._store.newest(connection_id, node=node, log_type=log_type)
-            self._marks[key] = None if row is None else Mark(row.entry_id, row.started_at)
-        new, restarted = select_new(entries, self._marks[key])
+        new, restarted = select_new(entries, await self._mark(key))
         if restarted:
             logger.info(
                 "%s log of %s (%s) starts again: the server restarted",
@@ -110,6 +107,30 @@ class SlowlogService:
             newest = max(entries, key=lambda e: e.id)
             self._marks[key] = Mark(newest.id, newest.started_at_ms)
         return len(new)
+
+    async def missed_some(
+        self,
+        connection_id: str,
+        *,
+        node: str,
+        log_type: LogType | None,
+        entries: Sequence[LogEntry],
+    ) -> bool:
+        """Whether entries between the newest stored and the oldest of `entries` were not
+        read: a burst outran one read. Only known once something is stored; a first read,
+        or one from a new server lifetime, starts afresh rather than reaching back."""
+        mark = await self._mark((connection_id, node, log_type))
+        if mark is None or not entries:
+            return False
+        _, restarted = select_new(entries, mark)
+        return not restarted and min(e.id for e in entries) > mark.entry_id + 1
+
+    async def _mark(self, key: _MarkKey) -> Mark | None:
+        if key not in self._marks:
+            connection_id, node, log_type = key
+            row = await self._store.newest(connection_id, node=node, log_type=log_type)
+            self._marks[key] = None if row is None else Mark(row.entry_id, row.started_at)
+        return self._marks[key]
 
     def forget(self, connection_id: str) -> None:
         for key in [k for k in self._marks if k[0] == connection_id]:
