@@ -396,6 +396,70 @@ class TestTestConnection:
         assert str(closed_port) in body["error"]
 
 
+class TestTestAStoredConnection:
+    """POST /api/connections/{id}/test: a PUT body tried against the stored connection."""
+
+    async def test_an_empty_body_tries_it_with_its_stored_password(
+        self, api: RunningApp, protected: RunningServer
+    ) -> None:
+        created = await create(api.client, **at(protected, password=PASSWORD))
+        response = await api.client.post(f"/api/connections/{created['id']}/test", json={})
+        assert response.status_code == 200, response.text
+        body = response.json()
+        assert body["success"] is True
+        assert body["type"] == "redis"
+        assert not any(secret in response.text for secret in SECRETS)
+
+    async def test_a_changed_field_is_tried_and_nothing_is_saved(
+        self, api: RunningApp, protected: RunningServer, closed_port: int
+    ) -> None:
+        created = await create(api.client, **at(protected, password=PASSWORD))
+        path = f"/api/connections/{created['id']}/test"
+        wrong = (await api.client.post(path, json={"password": "nope"})).json()
+        assert wrong["success"] is False
+        assert wrong["error"].startswith("WRONGPASS")
+        moved = (await api.client.post(path, json={"port": closed_port})).json()
+        assert (moved["success"], moved["errorKind"]) == (False, "unreachable")
+        # The tries changed nothing: the stored password and port still answer.
+        assert (await api.client.post(path, json={})).json()["success"] is True
+        stored = (await listed(api.client))[created["id"]]
+        assert (stored["port"], stored["hasPassword"]) == (protected.port, True)
+        assert stored["updatedAt"] == created["updatedAt"]
+
+    async def test_a_removed_password_is_tried_without_one(
+        self, api: RunningApp, protected: RunningServer
+    ) -> None:
+        created = await create(api.client, **at(protected, password=PASSWORD))
+        response = await api.client.post(
+            f"/api/connections/{created['id']}/test", json={"password": ""}
+        )
+        refused = response.json()
+        assert refused["success"] is False
+        # As a test without any password is answered: the server wants one.
+        plain = await api.client.post("/api/connections/test", json=at(protected))
+        assert refused["error"] == plain.json()["error"]
+        assert refused["error"].split()[0] in {"NOAUTH", "WRONGPASS"}
+
+    async def test_unknown_id_404s_and_bad_field_422s(
+        self, api: RunningApp, protected: RunningServer
+    ) -> None:
+        missing = await api.client.post("/api/connections/no-such-id/test", json={})
+        assert missing.status_code == 404
+        created = await create(api.client, **at(protected, password=PASSWORD))
+        assert_422_names(
+            await api.client.post(f"/api/connections/{created['id']}/test", json={"port": 0}),
+            "port",
+        )
+
+    async def test_a_push_connection_409s(self, api: RunningApp) -> None:
+        pushed = await create(
+            api.client, source="push", name="pushed", host="127.0.0.1", port=16399
+        )
+        response = await api.client.post(f"/api/connections/{pushed['id']}/test", json={})
+        assert response.status_code == 409
+        assert "never dialled" in response.json()["message"]
+
+
 class TestGetConnection:
     @pytest.mark.parametrize(
         ("method", "path", "body"),

@@ -292,6 +292,48 @@ class TestTlsThroughTheDialog:
         assert refused.status_code == 422
 
 
+PASSWORD = "dialog-Pa55word"
+
+
+@pytest.fixture(scope="module")
+def protected(server_factory: ServerFactory) -> Iterator[RunningServer]:
+    server = server_factory.start("valkey", password=PASSWORD)
+    yield server
+    server_factory.stop(server)
+
+
+class TestTestWhileEditing:
+    async def test_a_blank_password_is_tried_as_the_stored_one_and_remove_as_none(
+        self, api: RunningApp, protected: RunningServer
+    ):
+        body = {"name": "Protected", "host": protected.host, "port": protected.port}
+        created = await api.client.post("/api/connections", json={**body, "password": PASSWORD})
+        assert created.status_code == 201, created.text
+        cid = created.json()["id"]
+        dialog = (await api.client.get(f"/ui/connections/{cid}/edit")).text
+        assert f'hx-post="/ui/connections/{cid}/test"' in dialog
+        assert PASSWORD not in dialog
+        tried = await post_form(api.client, f"/ui/connections/{cid}/test", body)
+        assert 'data-result="ok"' in tried.text, tried.text
+        assert PASSWORD not in tried.text
+        removed = {**body, "clear_password": "on"}
+        refused = await post_form(api.client, f"/ui/connections/{cid}/test", removed)
+        assert 'data-result="failed"' in refused.text, refused.text
+        stored = (await api.client.get(f"/api/connections/{cid}")).json()
+        assert stored["hasPassword"] is True  # a test saves nothing
+
+    async def test_a_bad_port_is_named(self, api: RunningApp, protected: RunningServer):
+        created = await api.client.post(
+            "/api/connections",
+            json={"host": protected.host, "port": protected.port, "password": PASSWORD},
+        )
+        cid = created.json()["id"]
+        values = {"host": protected.host, "port": "70000"}
+        tried = await post_form(api.client, f"/ui/connections/{cid}/test", values)
+        assert 'data-result="ok"' not in tried.text
+        assert "port" in tried.text.lower()
+
+
 class TestSshSectionRendering:
     async def test_a_new_connection_has_the_section_closed_with_password_first(
         self, api: RunningApp
@@ -376,6 +418,20 @@ class TestSshThroughTheDialog:
         after = (await api.client.get(f"/api/connections/{cid}")).json()
         assert after["name"] == "Renamed"
         assert after["sshTunnel"] == before
+
+    async def test_the_edit_dialogs_test_uses_the_stored_secret(
+        self, api: RunningApp, sshd: RunningSshd, valkey_server: RunningServer
+    ):
+        cid = await tunnelled(api.client, sshd, valkey_server)
+        dialog = (await api.client.get(f"/ui/connections/{cid}/edit")).text
+        assert f'hx-post="/ui/connections/{cid}/test"' in dialog
+        as_shown = through(sshd, valkey_server, ssh_password="")  # the secret is not shown
+        tried = await post_form(api.client, f"/ui/connections/{cid}/test", as_shown)
+        assert 'data-result="ok"' in tried.text, tried.text
+        assert sshd.password not in tried.text
+        # The form alone, as a new connection's Test would send it, lacks the password.
+        alone = await post_form(api.client, "/ui/connections/test", as_shown)
+        assert 'data-result="ok"' not in alone.text
 
     async def test_unticking_the_section_removes_the_tunnel(
         self, api: RunningApp, sshd: RunningSshd, valkey_server: RunningServer

@@ -115,6 +115,7 @@ RULES: dict[str, Access] = {
     "DELETE /api/connections/{connection_id}": ADMIN,
     "POST /api/connections/{connection_id}/default": ADMIN,
     "POST /api/connections/{connection_id}/ssh/repin": ADMIN,
+    "POST /api/connections/{connection_id}/test": ADMIN,  # dials, with the stored secrets
     "GET /api/otlp/collector-config": MEMBER,
     # --- runtime settings and licence ---
     "GET /api/settings": MEMBER,
@@ -236,6 +237,7 @@ RULES: dict[str, Access] = {
     "POST /ui/connections/{connection_id}/default": ADMIN,
     "POST /ui/connections/{connection_id}/delete": ADMIN,
     "POST /ui/connections/{connection_id}/ssh/repin": ADMIN,
+    "POST /ui/connections/{connection_id}/test": ADMIN,
     "POST /ui/connections/discovered/{address}/dismiss": ADMIN,
     "POST /ui/license/offline": ADMIN,
     "POST /ui/license/offline/remove": ADMIN,

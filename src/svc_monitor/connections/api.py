@@ -159,6 +159,25 @@ async def repin_ssh_host_key(
     )
 
 
+@router.post(
+    "/{connection_id}/test",
+    response_model=ConnectionTestResult,
+    responses=error_responses(404, 409, 422),
+)
+async def test_connection_change(
+    connection_id: str, body: ConnectionUpdate, connections: ConnectionServiceDep
+) -> ConnectionTestResult:
+    """Try a stored connection as a change would leave it, saving nothing.
+
+    The body is a `PUT` body: absent fields keep their stored values, so the stored
+    password, TLS client key and SSH secrets are used without being sent again
+    (`{}` tries the connection as it is). Answers as `POST /api/connections/test`;
+    409 for a push connection (never dialled) or a stored secret this ENCRYPTION_KEY
+    cannot decrypt and the body does not replace.
+    """
+    return to_test_result(await connections.test_change(connection_id, body))
+
+
 @router.delete(
     "/{connection_id}", status_code=status.HTTP_204_NO_CONTENT, responses=error_responses(404)
 )

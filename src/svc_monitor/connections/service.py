@@ -241,29 +241,28 @@ class ConnectionService:
         logger.info("connection %s added (%s:%d)", connection.id, connection.host, connection.port)
         return connection
 
+    async def test_change(self, connection_id: str, body: ConnectionUpdate) -> TestOutcome:
+        """Try a stored connection as `body` would change it, saving nothing: what the
+        body leaves out (the password, TLS key, SSH secrets and pin) comes from storage,
+        so an Edit dialog's Test needs no secret typed again."""
+        current = await self.get(connection_id)
+        if current.pushed:
+            raise Conflict(
+                "A push connection is never dialled: its Collector reaches the instance",
+                field="id",
+            )
+        _require_readable(current, body.model_fields_set)
+        tunnel = current.ssh_tunnel
+        if "ssh_tunnel" in body.model_fields_set:
+            tunnel = self._tunnel(body.ssh_tunnel, base=current.ssh_tunnel)
+        return await self._try(merge_reach(body, base=current), tunnel)
+
     async def update(self, connection_id: str, body: ConnectionUpdate) -> Connection:
         current = await self.get(connection_id)
         changed = body.model_fields_set
         if current.pushed:
             return await self._update_pushed(current, body)
-        if "password" in current.unreadable and not changed & {"password", "url"}:
-            raise Conflict(
-                "The stored password cannot be decrypted with this ENCRYPTION_KEY; "
-                "send the password with the change",
-                field="password",
-            )
-        if "sshTunnel" in current.unreadable and "ssh_tunnel" not in changed:
-            raise Conflict(
-                "The stored SSH tunnel secrets cannot be decrypted with this ENCRYPTION_KEY; "
-                "send sshTunnel with the change",
-                field="sshTunnel",
-            )
-        if "tlsKey" in current.unreadable and "tls_key" not in changed:
-            raise Conflict(
-                "The stored TLS client key cannot be decrypted with this ENCRYPTION_KEY; "
-                "send tlsKey with the change",
-                field="tlsKey",
-            )
+        _require_readable(current, changed)
         reach = merge_reach(body, base=current)
         tunnel = current.ssh_tunnel
         if "ssh_tunnel" in changed:
@@ -452,6 +451,29 @@ class ConnectionService:
 
     def _tunnel(self, body: SshTunnelIn | None, *, base: SshTunnel | None) -> SshTunnel | None:
         return merge_tunnel(body, base=base, key_dir=self._settings.SVC_SSH_KEY_DIR)
+
+
+def _require_readable(current: Connection, changed: set[str]) -> None:
+    """A stored secret this ENCRYPTION_KEY cannot decrypt must come with the change: a
+    connection is never tried, nor saved, without it."""
+    if "password" in current.unreadable and not changed & {"password", "url"}:
+        raise Conflict(
+            "The stored password cannot be decrypted with this ENCRYPTION_KEY; "
+            "send the password with the change",
+            field="password",
+        )
+    if "sshTunnel" in current.unreadable and "ssh_tunnel" not in changed:
+        raise Conflict(
+            "The stored SSH tunnel secrets cannot be decrypted with this ENCRYPTION_KEY; "
+            "send sshTunnel with the change",
+            field="sshTunnel",
+        )
+    if "tlsKey" in current.unreadable and "tls_key" not in changed:
+        raise Conflict(
+            "The stored TLS client key cannot be decrypted with this ENCRYPTION_KEY; "
+            "send tlsKey with the change",
+            field="tlsKey",
+        )
 
 
 def _refuse_credentials(body: ConnectionFields) -> None:

@@ -116,6 +116,22 @@ async def test_connection(request: Request, ui: UiDep) -> HTMLResponse:
     return ui.fragment("connections/result.html", outcome=outcome, errors={}, saved=False)
 
 
+@router.post("/connections/{connection_id}/test", dependencies=[FromThisPage])
+async def test_connection_change(connection_id: str, request: Request, ui: UiDep) -> HTMLResponse:
+    """The Edit dialog's Test: the form as a change of the stored connection, so the
+    password, TLS key and SSH secrets left blank (kept on save) are tried too."""
+    current = await ui.services.connections.get(connection_id)
+    values = await read_form(request, limit=CONNECTION_FORM_BYTES)
+    body = to_request(ConnectionUpdate, values, editing=True, stored_tunnel=current.ssh_tunnel)
+    if isinstance(body, dict):
+        return _result(ui, errors=body)
+    try:
+        outcome = await ui.services.connections.test_change(connection_id, body)
+    except AppError as exc:
+        return _result(ui, errors={exc.field or "form": exc.message})
+    return ui.fragment("connections/result.html", outcome=outcome, errors={}, saved=False)
+
+
 @router.post("/connections", dependencies=[FromThisPage])
 async def create_connection(request: Request, ui: UiDep) -> Response:
     values = await read_form(request, limit=CONNECTION_FORM_BYTES)
