@@ -216,8 +216,14 @@ def _configure_logging(level: str) -> None:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
-    # Alembic narrates every migration step at INFO; its warnings are what matter.
-    logging.getLogger("alembic").setLevel(max(logging.WARNING, logging.getLogger().level))
+    # Alembic narrates every migration step at INFO, and asyncssh every tunnelled
+    # connection and channel (each pooled engine connection through a bastion); their
+    # warnings are what matter, unless LOG_LEVEL=debug asks for everything.
+    root = logging.getLogger().level
+    for chatty in ("alembic", "asyncssh"):
+        logging.getLogger(chatty).setLevel(
+            root if root <= logging.DEBUG else max(logging.WARNING, root)
+        )
 
 
 def _fail(message: str, code: int) -> NoReturn:
