@@ -30,11 +30,12 @@ class LatencyService:
         if seen is None:
             seen = self._seen[connection_id] = await self._store.latest_event_times(connection_id)
         snapshots = []
+        moved: dict[str, int] = {}
         for event in events:
             at_ms = event.latest_at_s * 1000
             if seen.get(event.name) == at_ms:
                 continue
-            seen[event.name] = at_ms
+            moved[event.name] = at_ms
             snapshots.append(
                 {
                     "connection_id": connection_id,
@@ -56,6 +57,8 @@ class LatencyService:
                 },
             }
         await self._store.insert(snapshots, row)
+        # Only once stored: a failed insert leaves the spikes new for the next poll.
+        seen.update(moved)
 
     async def snapshots(
         self, connection_id: str, *, since: int | None, until: int | None, limit: int, offset: int
