@@ -351,7 +351,7 @@ def create_app(
     app.include_router(webhooks_router, prefix="/api")
     app.include_router(otlp_ingest_router)  # /v1/traces and /v1/external/metrics, at the root
     app.include_router(otlp_config_router, prefix="/api")
-    mount_docs(app, openapi_url=OPENAPI_URL)
+    mount_docs(app)
     mount_static(app)
     app.add_api_route(
         API_CATCH_ALL,
