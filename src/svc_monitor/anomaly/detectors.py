@@ -240,8 +240,8 @@ class MetricBuffer:
 
     def take(self, value: float) -> tuple[float, float] | None:
         """The mean and variance before `value`, which is then added; None while warming
-        up (fewer than READY_AT values). One call where judge() needs both, with add()
-        written out: this runs for every metric of every poll (bench/detectors.py)."""
+        up (fewer than READY_AT values). One call where judge() needs both, and no call
+        inside: this runs for every metric of every poll (bench/detectors.py)."""
         values = self.values
         n = len(values)
         before: tuple[float, float] | None = None
@@ -262,21 +262,6 @@ class MetricBuffer:
             self._sum_sq = math.fsum(v * v for v in values)
             self._since_exact = 0
         return before
-
-    def add(self, value: float) -> None:
-        values = self.values
-        if len(values) == WINDOW:
-            old = values[0]
-            self._sum -= old
-            self._sum_sq -= old * old
-        values.append(value)
-        self._sum += value
-        self._sum_sq += value * value
-        self._since_exact += 1
-        if self._since_exact >= WINDOW:
-            self._sum = math.fsum(values)
-            self._sum_sq = math.fsum(v * v for v in values)
-            self._since_exact = 0
 
     def state(self, metric: str) -> BufferState:
         n = len(self.values)

@@ -251,22 +251,14 @@ class ConnectionService:
                 "A push connection is never dialled: its Collector reaches the instance",
                 field="id",
             )
-        _require_readable(current, body.model_fields_set)
-        tunnel = current.ssh_tunnel
-        if "ssh_tunnel" in body.model_fields_set:
-            tunnel = self._tunnel(body.ssh_tunnel, base=current.ssh_tunnel)
-        return await self._try(merge_reach(body, base=current), tunnel)
+        return await self._try(*self._changed(current, body))
 
     async def update(self, connection_id: str, body: ConnectionUpdate) -> Connection:
         current = await self.get(connection_id)
         changed = body.model_fields_set
         if current.pushed:
             return await self._update_pushed(current, body)
-        _require_readable(current, changed)
-        reach = merge_reach(body, base=current)
-        tunnel = current.ssh_tunnel
-        if "ssh_tunnel" in changed:
-            tunnel = self._tunnel(body.ssh_tunnel, base=current.ssh_tunnel)
+        reach, tunnel = self._changed(current, body)
         if changed & _REACH_FIELDS:
             tunnel = await self._require_answer(reach, tunnel)
         updated = replace(
@@ -448,6 +440,17 @@ class ConnectionService:
             await client.close()
             if forward is not None:
                 await forward.close()
+
+    def _changed(
+        self, current: Connection, body: ConnectionUpdate
+    ) -> tuple[Reach, SshTunnel | None]:
+        """How `body` would leave a stored connection's reach and tunnel, what it leaves
+        out (secrets included) kept from storage."""
+        _require_readable(current, body.model_fields_set)
+        tunnel = current.ssh_tunnel
+        if "ssh_tunnel" in body.model_fields_set:
+            tunnel = self._tunnel(body.ssh_tunnel, base=current.ssh_tunnel)
+        return merge_reach(body, base=current), tunnel
 
     def _tunnel(self, body: SshTunnelIn | None, *, base: SshTunnel | None) -> SshTunnel | None:
         return merge_tunnel(body, base=base, key_dir=self._settings.SVC_SSH_KEY_DIR)

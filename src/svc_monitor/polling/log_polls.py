@@ -75,7 +75,7 @@ class LogPoller:
                 at_ms=now_ms(),
                 length=length,
                 last_id=max((e.id for e in entries or ()), default=None),
-                patterns=self._pattern_counts(connection_id, None, (entries or [])[:FETCH_COUNT]),
+                patterns=self._pattern_counts(connection_id, None, entries or []),
             ),
         )
 
@@ -124,10 +124,10 @@ class LogPoller:
                     large_request=large_request,
                     large_reply=large_reply,
                     large_request_patterns=self._pattern_counts(
-                        connection_id, "large-request", read.get("large-request", [])[:FETCH_COUNT]
+                        connection_id, "large-request", read.get("large-request", [])
                     ),
                     large_reply_patterns=self._pattern_counts(
-                        connection_id, "large-reply", read.get("large-reply", [])[:FETCH_COUNT]
+                        connection_id, "large-reply", read.get("large-reply", [])
                     ),
                 ),
             )
@@ -170,7 +170,9 @@ class LogPoller:
     ) -> tuple[PatternCount, ...]:
         """The entries grouped as the patterns view groups them (slowlog/patterns.py).
         For large-request/large-reply the entry's third field, and so the average, is a
-        size in bytes, as in the patterns API."""
+        size in bytes, as in the patterns API. Over the newest FETCH_COUNT only, as any
+        poll reads, whether or not a catch-up read brought more."""
+        entries = entries[:FETCH_COUNT]  # newest first, as the server answers
         if not entries:
             return ()
         newest = max(entries, key=lambda e: e.id)
