@@ -81,7 +81,9 @@ class TestSnapshots:
             await polled_twice(app)
             rows = await get(app, "/api/client-analytics/snapshots?limit=1000")
             only_a = await get(app, "/api/client-analytics/snapshots?name=app-a")
-            page = await get(app, "/api/client-analytics/snapshots?limit=1&offset=1")
+            # Polling goes on meanwhile: `to` pins the page to the rows already read.
+            newest = rows[0]["capturedAt"]
+            page = await get(app, f"/api/client-analytics/snapshots?limit=1&offset=1&to={newest}")
             stats = await get(app, "/api/client-analytics/stats")
         names = {r["name"] for r in rows}
         assert {"app-a", "app-b", ""} <= names
