@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from svc_monitor.config import Settings
 from svc_monitor.connections.hints import hint_for
@@ -36,10 +37,12 @@ from svc_monitor.engine.capabilities import EngineIdentity, detect
 from svc_monitor.engine.client import EngineClient, EngineTarget
 from svc_monitor.engine.errors import EngineError
 from svc_monitor.engine.ledger import CommandLedger
-from svc_monitor.engine.ssh_tunnel import SshForward
 from svc_monitor.errors import AppError, Conflict, NotFound, Unprocessable
 from svc_monitor.events import ConnectionsChanged, EventBus
 from svc_monitor.storage.app_meta import AppMetaStore
+
+if TYPE_CHECKING:  # loaded with the first tunnel (connections/tunnels.py)
+    from svc_monitor.engine.ssh_tunnel import SshForward
 
 logger = logging.getLogger(__name__)
 
@@ -495,7 +498,7 @@ def _pin(tunnel: SshTunnel | None) -> str | None:
     return None if tunnel is None else tunnel.host_key_fingerprint
 
 
-def _seen(forward: SshForward | None) -> str | None:
+def _seen(forward: "SshForward | None") -> str | None:
     """The host key a test's tunnel was shown (pinned in memory by then), if it got one."""
     return None if forward is None else forward.pinned_fingerprint
 

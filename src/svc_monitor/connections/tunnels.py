@@ -26,6 +26,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from svc_monitor.connections.models import Connection, SshTunnel
 from svc_monitor.connections.schemas import SshTunnelIn
@@ -33,8 +34,10 @@ from svc_monitor.connections.tls_fields import given_or
 from svc_monitor.engine.dial import Dialer
 from svc_monitor.engine.errors import SshTunnelError
 from svc_monitor.engine.ssh_spec import SshAuth, TunnelSpec
-from svc_monitor.engine.ssh_tunnel import SshForward
 from svc_monitor.errors import Unprocessable
+
+if TYPE_CHECKING:  # asyncssh (and cryptography) cost 27 MB: loaded by the first tunnel
+    from svc_monitor.engine.ssh_tunnel import SshForward
 
 logger = logging.getLogger(__name__)
 
@@ -132,7 +135,7 @@ def tunnel_spec(
 @dataclass(slots=True)
 class _Kept:
     key: tuple[SshTunnel, str, int]  # the settings (pin left out) and the instance
-    forward: SshForward
+    forward: "SshForward"
 
 
 class Tunnels:
@@ -179,9 +182,11 @@ class Tunnels:
 
     def forward(
         self, host: str, port: int, tunnel: SshTunnel, *, connection_id: str | None = None
-    ) -> SshForward:
+    ) -> "SshForward":
         """A new forward to host:port; with a connection id, a first key seen is stored for
         it. The caller of a forward made for a test closes it."""
+        from svc_monitor.engine.ssh_tunnel import SshForward
+
         spec = tunnel_spec(tunnel, target_host=host, target_port=port, key_dir=self._key_dir)
         on_pin = None
         if connection_id is not None and self.on_pin is not None:
