@@ -28,22 +28,6 @@ PASSWORD = "tls-Pa55word-not-for-messages"
 Restart = Callable[..., AbstractAsyncContextManager[RunningApp]]
 
 
-@pytest.fixture(scope="module")
-def pem(tls_files: TlsFiles) -> dict[str, str]:
-    """The fixture CA and a client certificate it signed, as the API takes them."""
-    return {
-        "ca": tls_files.ca_path.read_text(),
-        "cert": tls_files.client_cert_path.read_text(),
-        "key": tls_files.client_key_path.read_text(),
-    }
-
-
-@pytest.fixture(scope="module")
-def key_lines(pem: dict[str, str]) -> list[str]:
-    """The base64 body of the client key: none of it may ever come back or be logged."""
-    return [line for line in pem["key"].splitlines() if line and not line.startswith("-----")]
-
-
 def issue(ca: trustme.CA, directory: Path, *names: str) -> dict[str, str]:
     """Server config directives presenting a certificate from `ca` for `names`."""
     directory.mkdir(parents=True, exist_ok=True)

@@ -17,7 +17,7 @@ import trustme
 from svc_monitor.console.monitor.stream import MonitorStream
 from svc_monitor.engine.client import EngineClient, EngineTarget
 from svc_monitor.engine.errors import EngineError, EngineTimeout, EngineTlsError
-from tests.fixtures.servers import HOST, RunningServer, ServerFactory, TlsFiles
+from tests.fixtures.servers import HOST, RunningServer, ServerFactory
 
 TIMEOUT_S = 1.0
 
@@ -69,12 +69,9 @@ def mtls_server(server_factory: ServerFactory) -> Iterator[RunningServer]:
 
 
 @pytest.fixture(scope="module")
-def pem(tls_files: TlsFiles) -> dict[str, str]:
-    return {
-        "tls_ca_cert": tls_files.ca_path.read_text(),
-        "tls_cert": tls_files.client_cert_path.read_text(),
-        "tls_key": tls_files.client_key_path.read_text(),
-    }
+def material(pem: dict[str, str]) -> dict[str, str]:
+    """The shared PEM fixture as EngineTarget's keyword arguments."""
+    return {"tls_ca_cert": pem["ca"], "tls_cert": pem["cert"], "tls_key": pem["key"]}
 
 
 def entries(directory: Path) -> list[Path]:
@@ -89,9 +86,9 @@ async def error_of(client: EngineClient) -> EngineError:
 
 class TestTlsContext:
     async def test_ca_given_as_pem_verifies_the_server(
-        self, connect: Connect, tls_server: RunningServer, pem: dict[str, str]
+        self, connect: Connect, tls_server: RunningServer, material: dict[str, str]
     ) -> None:
-        client = connect(HOST, tls_server.port, tls=True, tls_ca_cert=pem["tls_ca_cert"])
+        client = connect(HOST, tls_server.port, tls=True, tls_ca_cert=material["tls_ca_cert"])
         await client.ping()
 
     async def test_without_the_ca_the_certificate_is_untrusted(
@@ -107,14 +104,14 @@ class TestTlsContext:
         await connect(HOST, tls_server.port, tls=True, tls_insecure=True).ping()
 
     async def test_client_certificate_passes_tls_auth_clients(
-        self, connect: Connect, mtls_server: RunningServer, pem: dict[str, str]
+        self, connect: Connect, mtls_server: RunningServer, material: dict[str, str]
     ) -> None:
-        await connect(HOST, mtls_server.port, tls=True, **pem).ping()
+        await connect(HOST, mtls_server.port, tls=True, **material).ping()
 
     async def test_no_client_certificate_is_closed_by_the_server(
-        self, connect: Connect, mtls_server: RunningServer, pem: dict[str, str]
+        self, connect: Connect, mtls_server: RunningServer, material: dict[str, str]
     ) -> None:
-        client = connect(HOST, mtls_server.port, tls=True, tls_ca_cert=pem["tls_ca_cert"])
+        client = connect(HOST, mtls_server.port, tls=True, tls_ca_cert=material["tls_ca_cert"])
         error = await error_of(client)
         # Redis 7.0 with TLS 1.3 resets the connection; an OpenSSL that delivers the alert
         # first reports it as such.
@@ -124,12 +121,12 @@ class TestTlsContext:
         self,
         connect: Connect,
         mtls_server: RunningServer,
-        pem: dict[str, str],
+        material: dict[str, str],
         tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch,
     ) -> None:
         monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-        client = connect(HOST, mtls_server.port, tls=True, **pem)
+        client = connect(HOST, mtls_server.port, tls=True, **material)
         assert entries(tmp_path) == []
         await client.ping()
 
@@ -154,20 +151,20 @@ class TestTlsContext:
 
 class TestVia:
     async def test_dials_the_dialers_address_and_verifies_the_real_host(
-        self, connect: Connect, tls_server: RunningServer, pem: dict[str, str]
+        self, connect: Connect, tls_server: RunningServer, material: dict[str, str]
     ) -> None:
         dialer = FixedDialer(HOST, tls_server.port, [])
         # Port 1 on "localhost" has nothing behind it: only the dialer's address answers.
-        client = connect("localhost", 1, tls=True, via=dialer, tls_ca_cert=pem["tls_ca_cert"])
+        client = connect("localhost", 1, tls=True, via=dialer, tls_ca_cert=material["tls_ca_cert"])
         await client.ping()
         assert dialer.asked
 
     async def test_a_host_the_certificate_does_not_name_is_refused_through_via(
-        self, connect: Connect, tls_server: RunningServer, pem: dict[str, str]
+        self, connect: Connect, tls_server: RunningServer, material: dict[str, str]
     ) -> None:
         dialer = FixedDialer(HOST, tls_server.port, [])
         client = connect(
-            "db.example.test", 6379, tls=True, via=dialer, tls_ca_cert=pem["tls_ca_cert"]
+            "db.example.test", 6379, tls=True, via=dialer, tls_ca_cert=material["tls_ca_cert"]
         )
         error = await error_of(client)
         assert isinstance(error, EngineTlsError)
@@ -185,7 +182,7 @@ class TestVia:
         assert (peer.host, peer.port, peer.via, peer.tls) == ("10.0.0.2", 6380, None, True)
 
     async def test_monitor_stream_uses_the_client_certificate_and_via(
-        self, mtls_server: RunningServer, pem: dict[str, str]
+        self, mtls_server: RunningServer, material: dict[str, str]
     ) -> None:
         dialer = FixedDialer(HOST, mtls_server.port, [])
         target = EngineTarget(
@@ -193,9 +190,9 @@ class TestVia:
             1,
             tls=True,
             via=dialer,
-            tls_ca_cert=pem["tls_ca_cert"],
-            tls_cert=pem["tls_cert"],
-            tls_key=pem["tls_key"],
+            tls_ca_cert=material["tls_ca_cert"],
+            tls_cert=material["tls_cert"],
+            tls_key=material["tls_key"],
         )
         stream = await MonitorStream.open(
             target, connect_timeout_s=TIMEOUT_S, command_timeout_s=TIMEOUT_S

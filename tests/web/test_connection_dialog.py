@@ -17,7 +17,7 @@ from svc_monitor.connections.models import SshTunnel
 from svc_monitor.connections.schemas import ConnectionCreate, ConnectionTest, ConnectionUpdate
 from svc_monitor.web.forms import CONNECTION_FORM_BYTES, to_request
 from tests.fixtures.app import AppFactory, RunningApp
-from tests.fixtures.servers import RunningServer, ServerFactory, TlsFiles
+from tests.fixtures.servers import RunningServer, ServerFactory
 from tests.fixtures.sshd import RunningSshd, SshdFactory
 from tests.fixtures.workspace import Workspace, WorkspaceFactory
 
@@ -42,21 +42,6 @@ def crlf(text: str) -> str:
 
 async def post_form(client: httpx.AsyncClient, path: str, values: dict[str, Any]) -> httpx.Response:
     return await client.post(path, content=urlencode(values), headers=FORM)
-
-
-@pytest.fixture(scope="module")
-def pem(tls_files: TlsFiles) -> dict[str, str]:
-    return {
-        "ca": tls_files.ca_path.read_text(),
-        "cert": tls_files.client_cert_path.read_text(),
-        "key": tls_files.client_key_path.read_text(),
-    }
-
-
-@pytest.fixture(scope="module")
-def key_lines(pem: dict[str, str]) -> list[str]:
-    """The base64 body of the client key: none of it may ever be in a page."""
-    return [line for line in pem["key"].splitlines() if line and not line.startswith("-----")]
 
 
 @pytest.fixture(scope="module")
