@@ -48,7 +48,7 @@ async def everything_recorded(team: ServedTeam) -> list[dict[str, Any]]:
 
 def tampered(cookie: str) -> list[str]:
     """The cookie with its role edited to owner (same signature), signed with another
-    secret, with its signature cut, and with one character changed."""
+    secret, with its signature cut, and with one character of its signature changed."""
     compressed, payload, timestamp, signature = cookie.split(".")
     assert compressed == ""  # itsdangerous marks a zlib-compressed payload with a leading "."
     claims = json.loads(zlib.decompress(base64_decode(payload)))
@@ -60,7 +60,9 @@ def tampered(cookie: str) -> list[str]:
         f".{edited}.{timestamp}.{signature}",
         str(elsewhere.dumps(claims)),
         f".{payload}.{timestamp}.",
-        cookie[:-1] + ("A" if cookie[-1] != "A" else "B"),
+        # The signature's first character: its last carries two padding bits, and a change
+        # there alone (A <-> B) decodes to the same signature.
+        f".{payload}.{timestamp}.{'B' if signature[0] == 'A' else 'A'}{signature[1:]}",
     ]
 
 
