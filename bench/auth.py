@@ -33,7 +33,7 @@ from sqlalchemy import insert
 from svc_monitor.app import create_app
 from svc_monitor.auth.store import activity_log
 from svc_monitor.config import Settings
-from svc_monitor.embedded import EmbeddedValkey
+from svc_monitor.kit.embedded_valkey import EmbeddedValkey
 
 ORIGIN = "http://bench.test"
 PASSWORD = "bench password 1234"

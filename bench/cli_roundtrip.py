@@ -33,7 +33,7 @@ from svc_monitor.app import create_app
 from svc_monitor.config import Settings, StorageType
 from svc_monitor.console.cli.service import CliService
 from svc_monitor.console.limits import WS_MAX_MESSAGE_BYTES
-from svc_monitor.embedded import EmbeddedValkey
+from svc_monitor.kit.embedded_valkey import EmbeddedValkey
 from svc_monitor.services import Features, Services
 
 NOWHERE = "http://127.0.0.1:9"  # the update check must not leave loopback

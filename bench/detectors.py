@@ -22,18 +22,18 @@ import time
 from svc_monitor.anomaly.service import AnomalyService
 from svc_monitor.anomaly.store import AnomalyStore
 from svc_monitor.config import Settings, StorageType
-from svc_monitor.embedded import EmbeddedValkey
 from svc_monitor.engine.info import ParsedInfo, parse_info
 from svc_monitor.engine.latency import LatencyEvent
 from svc_monitor.events import EventBus
-from svc_monitor.polling.models import Observation
-from svc_monitor.polling.readings import (
+from svc_monitor.kit.embedded_valkey import EmbeddedValkey
+from svc_monitor.pipe.facts import (
     ClusterFacts,
     CommandstatsFacts,
     Facts,
     LatencyFacts,
     SlowlogFacts,
 )
+from svc_monitor.polling.models import Observation
 from svc_monitor.runtime_settings.service import RuntimeSettingsService
 from svc_monitor.storage.database import Database
 

@@ -26,11 +26,11 @@ from dataclasses import dataclass
 
 import valkey
 
-from svc_monitor.analytics import sampler as sampler_module
-from svc_monitor.analytics.sampler import Sampler
-from svc_monitor.analytics.summary import summarise
-from svc_monitor.embedded import EmbeddedValkey
 from svc_monitor.engine.client import EngineClient, EngineTarget
+from svc_monitor.key_analytics import sampler as sampler_module
+from svc_monitor.key_analytics.sampler import Sampler
+from svc_monitor.key_analytics.summary import summarise
+from svc_monitor.kit.embedded_valkey import EmbeddedValkey
 
 KEYS_PER_PATTERN = 20_000
 PING_EVERY_S = 0.0005

@@ -31,7 +31,7 @@ import valkey
 from svc_monitor.app import create_app
 from svc_monitor.config import Settings, StorageType
 from svc_monitor.console.monitor.models import Caps
-from svc_monitor.embedded import EmbeddedValkey
+from svc_monitor.kit.embedded_valkey import EmbeddedValkey
 
 NOWHERE = "http://127.0.0.1:9"  # the update check must not leave loopback
 

@@ -30,8 +30,8 @@ import uvloop
 
 from svc_monitor.app import create_app
 from svc_monitor.config import Settings, StorageType
-from svc_monitor.embedded import EmbeddedValkey
 from svc_monitor.engine.info import parse_info
+from svc_monitor.kit.embedded_valkey import EmbeddedValkey
 from svc_monitor.services import Services
 
 NOWHERE = "http://127.0.0.1:9"  # the update check must not leave loopback

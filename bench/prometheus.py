@@ -28,7 +28,7 @@ import valkey
 
 from svc_monitor.app import create_app
 from svc_monitor.config import ExportMode, Settings, StorageType
-from svc_monitor.embedded import EmbeddedValkey
+from svc_monitor.kit.embedded_valkey import EmbeddedValkey
 from svc_monitor.services import Services
 
 NOWHERE = "http://127.0.0.1:9"  # the update check must not leave loopback
@@ -114,8 +114,8 @@ def p99(values: list[float]) -> float:
 
 
 async def export_cpu_per_node(services: Services, nodes: int, repeats: int) -> dict[str, float]:
-    from svc_monitor.otlp.semconv import build_requests
-    from svc_monitor.otlp.series_memory import SeriesMemory
+    from svc_monitor.otlp.export.semconv import build_requests
+    from svc_monitor.otlp.export.series_memory import SeriesMemory
 
     figures: dict[str, float] = {}
     for mode in (ExportMode.MIRROR, ExportMode.SEMCONV):

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import psutil
 
-from svc_monitor.embedded import EmbeddedValkey
+from svc_monitor.kit.embedded_valkey import EmbeddedValkey
 
 BIN = Path(sys.executable).with_name("svc-monitor")
 

@@ -32,8 +32,8 @@ from aiohttp import web
 
 from svc_monitor.app import create_app
 from svc_monitor.config import Settings, StorageType
-from svc_monitor.embedded import EmbeddedValkey
 from svc_monitor.events import InstanceDown
+from svc_monitor.kit.embedded_valkey import EmbeddedValkey
 
 NOWHERE = "http://127.0.0.1:9"  # the update check must not leave loopback
 

@@ -38,22 +38,22 @@ from svc_monitor.connections.store import ConnectionStore
 from svc_monitor.detectors.readings import ReadingsDetector
 from svc_monitor.errors import error_body, install_error_handlers
 from svc_monitor.events import EventBus
+from svc_monitor.info_history.api import router as metrics_router
+from svc_monitor.info_history.service import MetricsService
+from svc_monitor.info_history.store import MetricsStore
 from svc_monitor.licensing.api import router as license_router
 from svc_monitor.licensing.service import LicenseService
 from svc_monitor.licensing.telemetry import UsageTelemetry
-from svc_monitor.metrics.api import router as metrics_router
-from svc_monitor.metrics.service import MetricsService
-from svc_monitor.metrics.store import MetricsStore
 from svc_monitor.notifications.alerts import AlertStates
-from svc_monitor.otlp.config_api import router as otlp_config_router
-from svc_monitor.otlp.export_stats import ExportStats
-from svc_monitor.otlp.ingest_api import router as otlp_ingest_router
-from svc_monitor.otlp.ingest_counts import IngestCounts
-from svc_monitor.otlp.metrics_receiver import MetricsReceiver
-from svc_monitor.otlp.transport import OtlpTransport
-from svc_monitor.polling.health import InstanceHealth
+from svc_monitor.otlp.export.stats import ExportStats
+from svc_monitor.otlp.export.transport import OtlpTransport
+from svc_monitor.otlp.ingest.api import router as otlp_ingest_router
+from svc_monitor.otlp.ingest.collector_config_api import router as otlp_config_router
+from svc_monitor.otlp.ingest.counts import IngestCounts
+from svc_monitor.otlp.ingest.receiver import MetricsReceiver
+from svc_monitor.pipe.health import InstanceHealth
+from svc_monitor.pipe.live_state import LiveState
 from svc_monitor.polling.info_poll import InfoPoller
-from svc_monitor.polling.live_state import LiveState
 from svc_monitor.polling.observe import Observer
 from svc_monitor.polling.supervisor import PollSupervisor
 from svc_monitor.prometheus.service import PrometheusService
@@ -182,7 +182,7 @@ def build_services(settings: Settings, *, clock: Callable[[], float] = time.time
     event_exporter = None
     if otlp_transport is not None and settings.OTEL_EVENTS_ENABLED:
         # Imported here: the protobuf classes load only when events are exported.
-        from svc_monitor.otlp.events_export import EventExporter
+        from svc_monitor.otlp.export.events import EventExporter
 
         event_exporter = EventExporter(bus, otlp_transport, otlp_stats, connections)
     discovery = DiscoveredInstances(enabled=settings.OTLP_DISCOVER_INSTANCES, clock=clock)
@@ -209,7 +209,7 @@ def build_services(settings: Settings, *, clock: Callable[[], float] = time.time
     metrics_exporter = None
     if otlp_transport is not None:
         # Imported here, like the events': the protobuf classes load only when exporting.
-        from svc_monitor.otlp.metrics_export import MetricsExporter
+        from svc_monitor.otlp.export.metrics import MetricsExporter
 
         metrics_exporter = MetricsExporter.from_settings(
             settings, prometheus, otlp_transport, otlp_stats

@@ -56,7 +56,7 @@ def serve(settings: Settings, *, embedded_valkey: bool) -> None:
     from svc_monitor.app import StartupError, create_app, preflight
     from svc_monitor.console.limits import WS_MAX_MESSAGE_BYTES
     from svc_monitor.console.socket_protocol import LAZY_WS
-    from svc_monitor.embedded import EmbeddedValkey, EmbeddedValkeyError
+    from svc_monitor.kit.embedded_valkey import EmbeddedValkey, EmbeddedValkeyError
 
     try:
         asyncio.run(preflight(settings))

@@ -24,7 +24,7 @@ from pydantic import (
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from svc_monitor.auth.broker_keys import BrokerKeyError, load_broker_key
-from svc_monitor.connections.pem import check_certificates, check_private_key, key_matches
+from svc_monitor.kit.pem import check_certificates, check_private_key, key_matches
 
 logger = logging.getLogger(__name__)
 

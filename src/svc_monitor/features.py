@@ -6,13 +6,8 @@ building these routes and schemas is most of the service's import time.
 
 from fastapi import APIRouter
 
-from svc_monitor.analytics import store as key_analytics_store
-from svc_monitor.analytics.api import router as key_analytics_router
-from svc_monitor.analytics.prometheus_family import KeyAnalyticsCollector
-from svc_monitor.analytics.service import KeyAnalyticsService
 from svc_monitor.anomaly import store as anomaly_store
 from svc_monitor.anomaly.api import router as anomaly_router
-from svc_monitor.anomaly.prometheus_family import AnomalyCollector
 from svc_monitor.anomaly.service import AnomalyService
 from svc_monitor.audit import store as audit_store
 from svc_monitor.audit.api import router as audit_router
@@ -36,19 +31,21 @@ from svc_monitor.cve.api import router as cve_router
 from svc_monitor.cve.service import CveService
 from svc_monitor.cve.updates import DatasetSource
 from svc_monitor.detectors.cluster_state import ClusterStateDetector
+from svc_monitor.detectors.command_latency import LatencyDetector
 from svc_monitor.detectors.config_watch import ConfigWatch
-from svc_monitor.detectors.latency import LatencyDetector
 from svc_monitor.forecast import store as forecast_store
 from svc_monitor.forecast.api import router as forecast_router
-from svc_monitor.forecast.prometheus_family import ForecastCollector
 from svc_monitor.forecast.service import ForecastService
+from svc_monitor.info_history import store as metrics_store
+from svc_monitor.key_analytics import store as key_analytics_store
+from svc_monitor.key_analytics.api import router as key_analytics_router
+from svc_monitor.key_analytics.service import KeyAnalyticsService
 from svc_monitor.latency import store as latency_store
 from svc_monitor.latency.api import router as latency_router
 from svc_monitor.latency.service import LatencyService
 from svc_monitor.licensing.tiers import Feature
-from svc_monitor.live_metrics.api import router as live_metrics_router
-from svc_monitor.live_metrics.service import LiveMetricsService
-from svc_monitor.metrics import store as metrics_store
+from svc_monitor.live.api import router as live_metrics_router
+from svc_monitor.live.service import LiveMetricsService
 from svc_monitor.polling.audit_poll import AuditPoller
 from svc_monitor.polling.clients_poll import ClientsPoller
 from svc_monitor.polling.cluster_poll import cluster_kind
@@ -58,6 +55,9 @@ from svc_monitor.polling.latency_poll import LatencyPoller
 from svc_monitor.polling.log_polls import LogPoller
 from svc_monitor.polling.models import PollKind
 from svc_monitor.prometheus.api import router as prometheus_router
+from svc_monitor.prometheus.families.anomaly import AnomalyCollector
+from svc_monitor.prometheus.families.forecast import ForecastCollector
+from svc_monitor.prometheus.families.key_analytics import KeyAnalyticsCollector
 from svc_monitor.services import Features, Services
 from svc_monitor.slowlog import store as slowlog_store
 from svc_monitor.slowlog.api import router as slowlog_router

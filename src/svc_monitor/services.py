@@ -20,7 +20,6 @@ from svc_monitor.storage.app_meta import AppMetaStore
 from svc_monitor.storage.database import Database
 
 if TYPE_CHECKING:
-    from svc_monitor.analytics.service import KeyAnalyticsService
     from svc_monitor.anomaly.service import AnomalyService
     from svc_monitor.audit.service import AuditService
     from svc_monitor.auth.broker import BrokerService
@@ -37,18 +36,19 @@ if TYPE_CHECKING:
     from svc_monitor.cve.service import CveService
     from svc_monitor.events import EventBus
     from svc_monitor.forecast.service import ForecastService
+    from svc_monitor.info_history.service import MetricsService
+    from svc_monitor.key_analytics.service import KeyAnalyticsService
     from svc_monitor.latency.service import LatencyService
     from svc_monitor.licensing.service import LicenseService
     from svc_monitor.licensing.telemetry import UsageTelemetry
-    from svc_monitor.live_metrics.service import LiveMetricsService
-    from svc_monitor.metrics.service import MetricsService
-    from svc_monitor.otlp.events_export import EventExporter
-    from svc_monitor.otlp.export_stats import ExportStats
-    from svc_monitor.otlp.metrics_export import MetricsExporter
-    from svc_monitor.otlp.metrics_receiver import MetricsReceiver
-    from svc_monitor.otlp.transport import OtlpTransport
-    from svc_monitor.polling.health import InstanceHealth
-    from svc_monitor.polling.live_state import LiveState
+    from svc_monitor.live.service import LiveMetricsService
+    from svc_monitor.otlp.export.events import EventExporter
+    from svc_monitor.otlp.export.metrics import MetricsExporter
+    from svc_monitor.otlp.export.stats import ExportStats
+    from svc_monitor.otlp.export.transport import OtlpTransport
+    from svc_monitor.otlp.ingest.receiver import MetricsReceiver
+    from svc_monitor.pipe.health import InstanceHealth
+    from svc_monitor.pipe.live_state import LiveState
     from svc_monitor.polling.observe import Observer
     from svc_monitor.polling.supervisor import PollSupervisor
     from svc_monitor.prometheus.service import PrometheusService
@@ -114,7 +114,7 @@ class Features:
     monitor: "MonitorService"  # MONITOR captures (console/monitor/)
     cve: "CveService"  # CVE and end-of-life scanning (cve/)
     forecast: "ForecastService"  # capacity forecasts and their limit alerts (forecast/)
-    key_analytics: "KeyAnalyticsService"  # key patterns, sizes, hot keys (analytics/)
+    key_analytics: "KeyAnalyticsService"  # key patterns, sizes, hot keys (key_analytics/)
     anomaly: "AnomalyService"  # anomaly detection and correlated groups (anomaly/)
     retention: "HistoryRetention"
 

@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 
+from svc_monitor.anomaly.correlation import match
 from svc_monitor.anomaly.feeds import MAX_COMMANDS, FeedDetectors
 from svc_monitor.anomaly.models import Detection
-from svc_monitor.anomaly.patterns import match
 from svc_monitor.engine.info import parse_info
 from svc_monitor.engine.latency import LatencyEvent
-from svc_monitor.polling.readings import (
+from svc_monitor.pipe.facts import (
     ClusterFacts,
     CommandstatsFacts,
     LatencyFacts,

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
+from svc_monitor.anomaly.correlation import match
 from svc_monitor.anomaly.detectors import ConnectionDetectors
 from svc_monitor.anomaly.models import Detection
-from svc_monitor.anomaly.patterns import match
 from svc_monitor.anomaly.rules import RuleDetectors
 from svc_monitor.engine.info import parse_info
 from svc_monitor.events import DataLossDetected, FailoverCompleted, FailoverStarted

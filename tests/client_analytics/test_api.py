@@ -14,8 +14,8 @@ from svc_monitor.connections.models import Connection
 from svc_monitor.engine.capabilities import Capabilities, EngineIdentity
 from svc_monitor.engine.client import EngineClient, EngineTarget
 from svc_monitor.engine.info import parse_info
+from svc_monitor.pipe.live_state import LiveState
 from svc_monitor.polling.clients_poll import ClientsPoller
-from svc_monitor.polling.live_state import LiveState
 from svc_monitor.polling.models import Observation, PollTarget
 from svc_monitor.storage.database import Database
 from tests.fixtures.app import AppFactory, RunningApp, make_settings

@@ -5,7 +5,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from svc_monitor.detectors.latency import LatencyDetector
+from svc_monitor.detectors.command_latency import LatencyDetector
 from svc_monitor.engine.info import parse_info
 from svc_monitor.events import EventBus, LatencyReading
 from tests.detectors.helpers import BusWatcher

@@ -6,7 +6,7 @@ from typing import Any
 
 import yaml
 
-from svc_monitor.otlp.collector_config import collector_config
+from svc_monitor.otlp.ingest.collector_config import collector_config
 from tests.fixtures.app import AppFactory, RunningApp
 
 SERVICE = "https://svc.example.com"

@@ -15,9 +15,9 @@ from opentelemetry.proto.common.v1.common_pb2 import KeyValue
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 
 from svc_monitor.events import AclModified, ClusterBusCorruption
-from svc_monitor.otlp.events_export import EventExporter
-from svc_monitor.otlp.export_stats import ExportStats
-from svc_monitor.otlp.transport import OtlpTransport
+from svc_monitor.otlp.export.events import EventExporter
+from svc_monitor.otlp.export.stats import ExportStats
+from svc_monitor.otlp.export.transport import OtlpTransport
 from tests.fixtures.app import AppFactory, RunningApp
 from tests.fixtures.otlp_receiver import LOGS, METRICS, OtlpAnswer, OtlpReceiver
 from tests.fixtures.servers import RunningServer, ServerFactory

@@ -22,7 +22,7 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
 from opentelemetry.proto.metrics.v1.metrics_pb2 import AggregationTemporality, Metric
 from prometheus_client.parser import text_string_to_metric_families
 
-from svc_monitor.otlp.semconv_names import Conversion, lookup
+from svc_monitor.otlp.export.semconv_names import Conversion, lookup
 from tests.fixtures.app import RunningApp, make_settings, running_app, target_of
 from tests.fixtures.otlp_receiver import METRICS, OtlpAnswer, OtlpReceiver
 from tests.fixtures.servers import RunningServer, ServerFactory

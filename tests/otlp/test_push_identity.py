@@ -1,4 +1,4 @@
-"""Which push connection a pushed ResourceMetrics belongs to (otlp/push_identity.py):
+"""Which push connection a pushed ResourceMetrics belongs to (otlp/ingest/identity.py):
 `service.instance.id` as host:port or Valkey Admin's `10-0-0-1-6379`, else
 `server.address` + `server.port`, else nothing."""
 
@@ -13,7 +13,7 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
 from opentelemetry.proto.common.v1.common_pb2 import KeyValue
 
 from svc_monitor.connections.models import Connection, Source
-from svc_monitor.otlp.push_identity import (
+from svc_monitor.otlp.ingest.identity import (
     AddressBook,
     PushedAddress,
     parse_instance_id,

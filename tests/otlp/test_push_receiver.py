@@ -9,7 +9,7 @@ import pytest
 from opentelemetry.proto.metrics.v1.metrics_pb2 import Metric, ResourceMetrics
 
 from svc_monitor.connections.discovered import MAX_DISCOVERED
-from svc_monitor.otlp.pushed_fields import MAX_COMMANDS, MAX_DATABASES
+from svc_monitor.otlp.ingest.fields import MAX_COMMANDS, MAX_DATABASES
 from tests.fixtures.app import RunningApp, make_settings, running_app
 from tests.otlp.push_payloads import (
     DELTA,

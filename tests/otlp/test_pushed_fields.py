@@ -1,9 +1,9 @@
-"""A push connection's pushed values (otlp/pushed_fields.py): the newer point wins, stale
+"""A push connection's pushed values (otlp/ingest/fields.py): the newer point wins, stale
 values leave the sections, and a composite section rendered once is handed out again only
 while nothing it shows changed or went stale."""
 
 from svc_monitor.engine.info import FieldValue
-from svc_monitor.otlp.pushed_fields import PushedFields
+from svc_monitor.otlp.ingest.fields import PushedFields
 
 STALE_MS = 300_000
 T0 = 1_700_000_000_000  # ms

@@ -18,9 +18,9 @@ from prometheus_client.core import (
 from prometheus_client.metrics_core import Metric as PromMetric
 
 from svc_monitor.config import ExportMode
-from svc_monitor.otlp.semconv import build_requests, host_port
-from svc_monitor.otlp.semconv_names import TABLE, Conversion, lookup
-from svc_monitor.otlp.series_memory import SeriesMemory
+from svc_monitor.otlp.export.semconv import build_requests, host_port
+from svc_monitor.otlp.export.semconv_names import TABLE, Conversion, lookup
+from svc_monitor.otlp.export.series_memory import SeriesMemory
 from svc_monitor.prometheus.catalogue import exposed_names
 from svc_monitor.prometheus.process import own_collectors
 

@@ -6,7 +6,7 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
     ExportMetricsServiceRequest,
 )
 
-from svc_monitor.otlp.transport import OtlpTransport
+from svc_monitor.otlp.export.transport import OtlpTransport
 from tests.fixtures.app import free_port
 from tests.fixtures.otlp_receiver import METRICS, OtlpAnswer, OtlpReceiver
 

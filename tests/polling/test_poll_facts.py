@@ -1,4 +1,4 @@
-"""The facts each poll leaves in live state for Prometheus (polling/readings.py), and the
+"""The facts each poll leaves in live state for Prometheus (pipe/facts.py), and the
 poll counts, against real Valkey 9.1, Redis 7 and a Valkey cluster."""
 
 import statistics
@@ -10,7 +10,7 @@ import valkey.asyncio as avalkey
 from valkey import exceptions as vx
 from valkey.cluster import ValkeyCluster
 
-from svc_monitor.polling.readings import (
+from svc_monitor.pipe.facts import (
     AclFacts,
     ClientFacts,
     ClusterFacts,

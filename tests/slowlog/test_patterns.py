@@ -1,4 +1,4 @@
-"""The pattern rule of slowlog/patterns.py, and pattern analysis over a real server's entries."""
+"""The pattern rule of slowlog/command_patterns.py, and pattern analysis over a real server's entries."""
 
 import asyncio
 from collections.abc import Iterator
@@ -6,7 +6,7 @@ from collections.abc import Iterator
 import pytest
 
 from svc_monitor.engine.slowlog import LogEntry
-from svc_monitor.slowlog.patterns import analyze, command_pattern, normalize_key
+from svc_monitor.slowlog.command_patterns import analyze, command_pattern, normalize_key
 from tests.fixtures.app import AppFactory, target_of
 from tests.fixtures.servers import RunningServer, ServerFactory
 

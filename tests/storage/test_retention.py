@@ -5,7 +5,7 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
-from svc_monitor.metrics.store import memory_snapshots, stats_samples
+from svc_monitor.info_history.store import memory_snapshots, stats_samples
 from svc_monitor.storage.database import Database
 from svc_monitor.storage.retention import DAY_MS, HistoryRetention
 from tests.fixtures.app import make_settings

@@ -6,12 +6,12 @@ import re
 import pytest
 
 from svc_monitor.web.shell import CONNECTION_COOKIE
-from tests.analytics.keyspace import load
-from tests.analytics.test_api import first_run
-from tests.analytics.test_service import PATTERNS
 from tests.fixtures.app import AppFactory, RunningApp, target_of
 from tests.fixtures.licensing import SigningKey
 from tests.fixtures.servers import RunningServer, ServerFactory
+from tests.key_analytics.keyspace import load
+from tests.key_analytics.test_api import first_run
+from tests.key_analytics.test_service import PATTERNS
 
 
 def section(html: str, name: str) -> str:

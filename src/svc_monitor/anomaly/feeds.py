@@ -1,4 +1,4 @@
-"""Detectors on what polls other than INFO leave in live state (polling/readings.py):
+"""Detectors on what polls other than INFO leave in live state (pipe/facts.py):
 the slow log, the latency monitor, commandstats and CLUSTER INFO.
 
 They reach anomaly detection as live state facts (LiveState.fact_watchers), so a pushed
@@ -42,7 +42,7 @@ from svc_monitor.anomaly.detectors import MetricBuffer, judge
 from svc_monitor.anomaly.models import BufferState, Detection, Kind, MetricSpec, Severity
 from svc_monitor.anomaly.rules import RULE_COOLDOWN_MS
 from svc_monitor.engine.info import ParsedInfo, parse_subfields
-from svc_monitor.polling.readings import (
+from svc_monitor.pipe.facts import (
     ClusterFacts,
     CommandstatsFacts,
     Facts,

@@ -29,22 +29,22 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from svc_monitor.anomaly.correlation import CORRELATION_WINDOW_MS, match
 from svc_monitor.anomaly.detectors import METRICS, ConnectionDetectors
 from svc_monitor.anomaly.feeds import FEED_METRICS, FeedDetectors
 from svc_monitor.anomaly.models import SEVERITY_RANK, BufferState, Detection, Window
-from svc_monitor.anomaly.patterns import CORRELATION_WINDOW_MS, match
 from svc_monitor.anomaly.store import AnomalyStore
 from svc_monitor.config import Settings
 from svc_monitor.errors import NotFound
 from svc_monitor.events import AnomalyDetected, ConnectionsChanged, EventBus
-from svc_monitor.polling.models import Observation
-from svc_monitor.polling.readings import (
+from svc_monitor.pipe.facts import (
     ClusterFacts,
     CommandstatsFacts,
     Facts,
     LatencyFacts,
     SlowlogFacts,
 )
+from svc_monitor.polling.models import Observation
 from svc_monitor.runtime_settings.service import RuntimeSettingsService
 
 logger = logging.getLogger(__name__)

@@ -4,7 +4,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from svc_monitor.api_params import From, Limit, Offset, To
+from svc_monitor.api.params import From, Limit, Offset, To
 from svc_monitor.audit.dependencies import AuditDep
 from svc_monitor.audit.schemas import AclLogEntryRead, AclReason, AuditEntry, AuditStats, Success
 from svc_monitor.connections.dependencies import ConnectionServiceDep, SelectedConnection

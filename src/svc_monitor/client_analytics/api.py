@@ -4,7 +4,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
 
-from svc_monitor.api_params import From, Limit, Offset, To
+from svc_monitor.api.params import From, Limit, Offset, To
 from svc_monitor.client_analytics.dependencies import ClientAnalyticsDep
 from svc_monitor.client_analytics.models import SnapshotFilter
 from svc_monitor.client_analytics.schemas import (

@@ -35,10 +35,10 @@ from svc_monitor.engine.errors import EngineError, EngineResponseError
 from svc_monitor.engine.slowlog import parse_log_reply
 from svc_monitor.errors import Conflict
 from svc_monitor.events import now_ms
-from svc_monitor.polling.live_state import LiveState
+from svc_monitor.pipe.facts import ClusterFacts
+from svc_monitor.pipe.live_state import LiveState
 from svc_monitor.polling.models import Observation, PollTarget
 from svc_monitor.polling.observe import Observer
-from svc_monitor.polling.readings import ClusterFacts
 
 logger = logging.getLogger(__name__)
 

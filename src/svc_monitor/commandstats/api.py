@@ -4,7 +4,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from svc_monitor.api_params import From, Limit, To
+from svc_monitor.api.params import From, Limit, To
 from svc_monitor.commandstats.dependencies import CommandstatsDep
 from svc_monitor.commandstats.schemas import CommandStatRead, CommandStatSample
 from svc_monitor.connections.dependencies import SelectedConnection

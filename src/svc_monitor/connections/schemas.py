@@ -11,8 +11,8 @@ from svc_monitor.connections.addresses import (
     split_host_port,
 )
 from svc_monitor.connections.models import DbType, Source
-from svc_monitor.connections.pem import check_certificates, check_private_key
 from svc_monitor.engine.ssh_spec import SshAuth, normalize_fingerprint
+from svc_monitor.kit.pem import check_certificates, check_private_key
 
 Name = Annotated[str, Field(min_length=1, max_length=100)]
 Host = Annotated[str, Field(min_length=1, max_length=255)]

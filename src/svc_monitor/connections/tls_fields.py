@@ -3,9 +3,9 @@
 from typing import Any
 
 from svc_monitor.connections.models import Connection
-from svc_monitor.connections.pem import key_matches
 from svc_monitor.connections.schemas import ConnectionFields
 from svc_monitor.errors import Unprocessable
+from svc_monitor.kit.pem import key_matches
 
 # Their change means the instance must be tested again before saving.
 TLS_FIELDS = frozenset({"tls_ca_cert", "tls_cert", "tls_key", "tls_insecure"})

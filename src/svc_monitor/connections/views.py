@@ -2,7 +2,6 @@
 
 from svc_monitor.connections.live import EngineSnapshot, PushStatus
 from svc_monitor.connections.models import Connection
-from svc_monitor.connections.pem import summary
 from svc_monitor.connections.schemas import (
     Capabilities,
     ConnectionRead,
@@ -14,6 +13,7 @@ from svc_monitor.connections.schemas import (
 from svc_monitor.connections.service import TestOutcome
 from svc_monitor.connections.tunnels import auth_method
 from svc_monitor.engine.capabilities import EngineIdentity
+from svc_monitor.kit.pem import summary
 
 
 def to_read(

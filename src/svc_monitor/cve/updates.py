@@ -17,7 +17,7 @@ from typing import Literal
 from svc_monitor.config import Settings
 from svc_monitor.cve.dataset import DatasetInvalid, parse_dataset, shipped_dataset
 from svc_monitor.cve.models import Dataset
-from svc_monitor.outbound import get_json
+from svc_monitor.kit.outbound import get_json
 from svc_monitor.storage.app_meta import AppMetaStore
 
 logger = logging.getLogger(__name__)

@@ -37,9 +37,9 @@ from svc_monitor.engine.errors import EngineError, EngineResponseError
 from svc_monitor.engine.info import ParsedInfo, parse_version
 from svc_monitor.engine.latency import pairs, text
 from svc_monitor.events import AclModified, ConfigChanged, EventBus
-from svc_monitor.polling.live_state import LiveState
+from svc_monitor.pipe.live_state import LiveState
+from svc_monitor.pipe.pressure import pressure_reason
 from svc_monitor.polling.models import PollKind, PollTarget
-from svc_monitor.polling.pressure import pressure_reason
 from svc_monitor.runtime_settings.schemas import RuntimeSettingsValues
 
 logger = logging.getLogger(__name__)

@@ -50,8 +50,8 @@ from svc_monitor.forecast.schemas import (
     MetricKind,
 )
 from svc_monitor.forecast.store import ForecastStore
-from svc_monitor.metrics.models import MemoryBucket
-from svc_monitor.metrics.service import MetricsService
+from svc_monitor.info_history.models import MemoryBucket
+from svc_monitor.info_history.service import MetricsService
 
 logger = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 from fastapi import APIRouter
 
-from svc_monitor.api_params import From, Limit, Offset, To
+from svc_monitor.api.params import From, Limit, Offset, To
 from svc_monitor.connections.dependencies import SelectedConnection
 from svc_monitor.errors import error_responses
 from svc_monitor.latency.dependencies import LatencyDep

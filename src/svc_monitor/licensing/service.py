@@ -31,11 +31,11 @@ from urllib.parse import urlsplit
 from svc_monitor import __version__
 from svc_monitor.config import Settings
 from svc_monitor.errors import AppError, Conflict, NotFound, Unavailable
+from svc_monitor.kit.outbound import Reply, post_json
 from svc_monitor.licensing.files import LicenseFiles, PersistedToken, key_fingerprint
 from svc_monitor.licensing.models import COMMUNITY, Entitlement, Notice, Source
 from svc_monitor.licensing.tiers import Feature, Tier
 from svc_monitor.licensing.tokens import LEEWAY_S, LicenseClaims, TokenRefused, day_of, verify
-from svc_monitor.outbound import Reply, post_json
 
 logger = logging.getLogger(__name__)
 

@@ -12,8 +12,8 @@ import platform
 
 from svc_monitor import __version__
 from svc_monitor.config import Settings
+from svc_monitor.kit.outbound import post_json
 from svc_monitor.licensing.service import LicenseService
-from svc_monitor.outbound import post_json
 
 logger = logging.getLogger(__name__)
 

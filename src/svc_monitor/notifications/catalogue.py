@@ -2,7 +2,7 @@
 
 A notification is named by its webhook event type (`instance.down`, ...). Both consumers
 of the bus that tell people use this one table: webhooks (webhooks/dispatcher.py) and
-the OTLP event export (otlp/events_export.py).
+the OTLP event export (otlp/export/events.py).
 
 Two kinds of notification come out of an event:
 - occurrences (instance.down/up, client.blocked, cluster.failover, cluster.bus.corruption,

@@ -18,9 +18,9 @@ from svc_monitor.audit.service import POLL_COUNT, AuditService
 from svc_monitor.config import Settings
 from svc_monitor.engine.acl import AclLogEntry, parse_acl_log
 from svc_monitor.events import AclDenied, EventBus, now_ms
-from svc_monitor.polling.live_state import LiveState
+from svc_monitor.pipe.facts import AclFacts
+from svc_monitor.pipe.live_state import LiveState
 from svc_monitor.polling.models import PollKind, PollTarget
-from svc_monitor.polling.readings import AclFacts
 from svc_monitor.runtime_settings.schemas import RuntimeSettingsValues
 
 _Fingerprint = tuple[tuple[object, ...], ...]

@@ -1,7 +1,7 @@
 """One CLIENT LIST pass: a snapshot row per client, all in one transaction.
 
 Expensive-call rule: CLIENT LIST is skipped while the server is under pressure, by the
-rule of polling/pressure.py (CPU, our INFO round trip, client count, read from the last
+rule of pipe/pressure.py (CPU, our INFO round trip, client count, read from the last
 INFO polls). Before the first INFO poll, a cheap `INFO clients` decides on the client
 count alone. Entering and leaving that state is logged once each, at debug level. The
 monitor's own connections (named `svc-monitor`) are not stored.
@@ -18,10 +18,10 @@ from svc_monitor.client_analytics.service import ClientAnalyticsService
 from svc_monitor.config import Settings
 from svc_monitor.engine.clients import ClientInfo, parse_client_list
 from svc_monitor.events import now_ms
-from svc_monitor.polling.live_state import LiveState
+from svc_monitor.pipe.facts import ClientFacts
+from svc_monitor.pipe.live_state import LiveState
+from svc_monitor.pipe.pressure import MAX_CLIENTS, pressure_reason
 from svc_monitor.polling.models import PollKind, PollTarget
-from svc_monitor.polling.pressure import MAX_CLIENTS, pressure_reason
-from svc_monitor.polling.readings import ClientFacts
 from svc_monitor.runtime_settings.schemas import RuntimeSettingsValues
 
 logger = logging.getLogger(__name__)

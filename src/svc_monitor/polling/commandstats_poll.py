@@ -2,11 +2,11 @@
 
 from svc_monitor.commandstats.service import CommandstatsService
 from svc_monitor.config import Settings
-from svc_monitor.detectors.latency import LatencyDetector
+from svc_monitor.detectors.command_latency import LatencyDetector
 from svc_monitor.events import now_ms
-from svc_monitor.polling.live_state import LiveState
+from svc_monitor.pipe.facts import CommandstatsFacts
+from svc_monitor.pipe.live_state import LiveState
 from svc_monitor.polling.models import PollKind, PollTarget
-from svc_monitor.polling.readings import CommandstatsFacts
 from svc_monitor.runtime_settings.schemas import RuntimeSettingsValues
 
 

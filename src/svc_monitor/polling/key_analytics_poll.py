@@ -7,14 +7,14 @@ installed or lost takes effect at the next one without a restart.
 
 from collections.abc import Callable
 
-from svc_monitor.analytics.service import KeyAnalyticsService
 from svc_monitor.config import Settings
+from svc_monitor.key_analytics.service import KeyAnalyticsService
 from svc_monitor.polling.models import PollKind, PollTarget
 from svc_monitor.runtime_settings.schemas import RuntimeSettingsValues
 
 
 class KeyAnalyticsPoller:
-    """One key analytics run per pass (see analytics/service.py)."""
+    """One key analytics run per pass (see key_analytics/service.py)."""
 
     def __init__(self, analytics: KeyAnalyticsService, *, allowed: Callable[[], bool]) -> None:
         self._analytics = analytics

@@ -10,9 +10,9 @@ from svc_monitor.engine.info import parse_version
 from svc_monitor.engine.latency import parse_latency_histogram, parse_latency_latest
 from svc_monitor.events import now_ms
 from svc_monitor.latency.service import LatencyService
-from svc_monitor.polling.live_state import LiveState
+from svc_monitor.pipe.facts import LatencyFacts
+from svc_monitor.pipe.live_state import LiveState
 from svc_monitor.polling.models import PollKind, PollTarget
-from svc_monitor.polling.readings import LatencyFacts
 from svc_monitor.runtime_settings.schemas import RuntimeSettingsValues
 
 logger = logging.getLogger(__name__)

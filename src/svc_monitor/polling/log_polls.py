@@ -9,11 +9,11 @@ from svc_monitor.config import Settings
 from svc_monitor.engine.errors import EngineError, EngineResponseError
 from svc_monitor.engine.slowlog import FETCH_COUNT, LOG_TYPES, LogEntry, LogType, parse_log_reply
 from svc_monitor.events import EventBus, SlowlogLength, now_ms
-from svc_monitor.polling.live_state import LiveState
+from svc_monitor.pipe.facts import CommandlogFacts, PatternCount, SlowlogFacts
+from svc_monitor.pipe.live_state import LiveState
 from svc_monitor.polling.models import PollKind, PollTarget
-from svc_monitor.polling.readings import CommandlogFacts, PatternCount, SlowlogFacts
 from svc_monitor.runtime_settings.schemas import RuntimeSettingsValues
-from svc_monitor.slowlog.patterns import analyze
+from svc_monitor.slowlog.command_patterns import analyze
 from svc_monitor.slowlog.service import SlowlogService
 
 logger = logging.getLogger(__name__)
@@ -168,7 +168,7 @@ class LogPoller:
     def _pattern_counts(
         self, connection_id: str, log_type: LogType | None, entries: Sequence[LogEntry]
     ) -> tuple[PatternCount, ...]:
-        """The entries grouped as the patterns view groups them (slowlog/patterns.py).
+        """The entries grouped as the patterns view groups them (slowlog/command_patterns.py).
         For large-request/large-reply the entry's third field, and so the average, is a
         size in bytes, as in the patterns API. Over the newest FETCH_COUNT only, as any
         poll reads, whether or not a catch-up read brought more."""

@@ -4,8 +4,8 @@ goes through here to live state and history, so a feature written once serves bo
 from collections.abc import Callable
 
 from svc_monitor.detectors.readings import ReadingsDetector
-from svc_monitor.metrics.service import MetricsService
-from svc_monitor.polling.live_state import LiveState
+from svc_monitor.info_history.service import MetricsService
+from svc_monitor.pipe.live_state import LiveState
 from svc_monitor.polling.models import Observation
 
 

@@ -23,8 +23,8 @@ from svc_monitor.events import (
     RuntimeSettingsChanged,
     Subscription,
 )
-from svc_monitor.polling.health import InstanceHealth
-from svc_monitor.polling.live_state import LiveState
+from svc_monitor.pipe.health import InstanceHealth
+from svc_monitor.pipe.live_state import LiveState
 from svc_monitor.polling.loop import PollLoop
 from svc_monitor.polling.models import PollKind, PollTarget
 from svc_monitor.runtime_settings.schemas import RuntimeSettingsValues

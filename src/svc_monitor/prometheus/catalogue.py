@@ -5,7 +5,7 @@ Four of the spec's names fail `promtool check metrics` (abbreviated or non-base 
 (spec/README.md): ours are svc_instantaneous_ops_per_second (spec: _per_sec),
 svc_commandstats_latency_seconds and svc_slowlog_pattern_avg_duration_seconds (spec: _us,
 in microseconds) and svc_slowlog_pattern_entries (spec: _count). The OTLP semconv export
-still sends the spec's metrics, in microseconds (otlp/semconv.py converts).
+still sends the spec's metrics, in microseconds (otlp/export/semconv.py converts).
 
 One table, read by the collector (to build families), by the README's list and by the
 tests (the Grafana dashboard may use only these names). Names carry their unit and are
@@ -359,14 +359,14 @@ CLIENTS_BY_USER = _gauge(
     "svc_client_connections_by_user", "Client connections by ACL user.", "user", full=True
 )
 
-# capacity forecasting (forecast/prometheus_family.py): only while a metric has a projection
+# capacity forecasting (prometheus/families/forecast.py): only while a metric has a projection
 METRIC_FORECAST_TIME_TO_LIMIT = _gauge(
     "svc_metric_forecast_time_to_limit_seconds",
     "Projected seconds until the metric reaches its ceiling at the current trend.",
     "metric_kind",
 )
 
-# key analytics (analytics/prometheus_family.py), from each connection's newest run;
+# key analytics (prometheus/families/key_analytics.py), from each connection's newest run;
 # per pattern and per key only in the full profile (key names and patterns as labels)
 KEY_PATTERN_KEYS = _gauge(
     "svc_key_pattern_keys", "Estimated keys of one key pattern.", "pattern", full=True
@@ -410,7 +410,7 @@ KEYSIZE_BUCKET_KEYS = _gauge(
     "bucket",
 )
 
-# anomaly detection (anomaly/prometheus_family.py), refreshed every
+# anomaly detection (prometheus/families/anomaly.py), refreshed every
 # anomalyPrometheusIntervalMs; a connection appears once its detectors have seen INFO.
 ANOMALY_EVENTS = _counter(
     "svc_anomaly_events", "Anomalies detected since start.", "metric", "severity"
@@ -462,7 +462,7 @@ POLL_DURATION = Family(
     per_connection=False,
 )
 
-# The service's own process (prometheus/process.py) and exporters (otlp/export_stats.py).
+# The service's own process (prometheus/process.py) and exporters (otlp/export/stats.py).
 
 
 # The CVE scanner's (cve/service.py), per scanned connection; end-of-life is not counted.
@@ -525,7 +525,7 @@ OWN = (
         "gauge",
         "1 when the CVE dataset is older than CVE_DATASET_MAX_AGE_DAYS.",
     ),
-    # The metrics receiver's (otlp/ingest_counts.py), full profile only.
+    # The metrics receiver's (otlp/ingest/counts.py), full profile only.
     Family(
         "svc_otlp_metric_points_accepted",
         "counter",

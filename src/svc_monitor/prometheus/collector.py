@@ -1,7 +1,7 @@
 """The connection families, built from live state at scrape time (never from an engine).
 
 Each scrape builds the families afresh from the latest Observation of every node and the
-latest facts of the other polls (polling/readings.py), so a removed connection leaves no
+latest facts of the other polls (pipe/facts.py), so a removed connection leaves no
 series behind, and one not observed for PROMETHEUS_STALENESS_MS drops out until it
 answers again (except `svc_poll_stale`, which is there to say so). A cluster connection
 shows every node it polls, each under its own host:port; a node that is also a
@@ -20,9 +20,7 @@ from prometheus_client.core import (
 from prometheus_client.metrics_core import Metric
 
 from svc_monitor.engine.info import ParsedInfo
-from svc_monitor.polling.live_state import LiveState
-from svc_monitor.polling.poll_counts import DURATION_BUCKETS
-from svc_monitor.polling.readings import (
+from svc_monitor.pipe.facts import (
     AclFacts,
     ClientFacts,
     ClusterFacts,
@@ -31,6 +29,8 @@ from svc_monitor.polling.readings import (
     PatternCount,
     SlowlogFacts,
 )
+from svc_monitor.pipe.live_state import LiveState
+from svc_monitor.pipe.poll_counts import DURATION_BUCKETS
 from svc_monitor.prometheus import catalogue as c
 from svc_monitor.prometheus.catalogue import Family
 

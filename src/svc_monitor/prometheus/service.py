@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from svc_monitor.config import Settings
 from svc_monitor.connections.models import Connection
 from svc_monitor.events import now_ms
-from svc_monitor.polling.live_state import LiveState
+from svc_monitor.pipe.live_state import LiveState
 
 if TYPE_CHECKING:
     from prometheus_client.metrics_core import Metric

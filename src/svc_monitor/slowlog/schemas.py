@@ -57,7 +57,7 @@ class PatternExample(BaseModel):
 
 
 class PatternStats(BaseModel):
-    """Entries that share one pattern (see slowlog/patterns.py for the rule)."""
+    """Entries that share one pattern (see slowlog/command_patterns.py for the rule)."""
 
     pattern: str = Field(examples=["GET user:*"])
     command: str

@@ -26,7 +26,7 @@ from svc_monitor.engine.errors import EngineError
 from svc_monitor.engine.slowlog import LogEntry, LogType, parse_log_reply
 from svc_monitor.errors import NotSupported, Unavailable
 from svc_monitor.events import now_ms
-from svc_monitor.slowlog.patterns import analyze
+from svc_monitor.slowlog.command_patterns import analyze
 from svc_monitor.slowlog.schemas import (
     CommandLogEntryRead,
     LogEntryRead,

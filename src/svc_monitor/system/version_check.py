@@ -14,7 +14,7 @@ from typing import Any
 
 from svc_monitor import __version__
 from svc_monitor.config import Settings
-from svc_monitor.outbound import get_json
+from svc_monitor.kit.outbound import get_json
 from svc_monitor.system.schemas import VersionRead
 
 logger = logging.getLogger(__name__)

@@ -1,13 +1,13 @@
 """Trace routes (under /api): stored traces, listed and one by one.
 
-Spans arrive through `POST /v1/traces` at the server root (otlp/ingest_api.py).
+Spans arrive through `POST /v1/traces` at the server root (otlp/ingest/api.py).
 """
 
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
 
-from svc_monitor.api_params import From, To
+from svc_monitor.api.params import From, To
 from svc_monitor.errors import error_responses
 from svc_monitor.traces.dependencies import TracesDep
 from svc_monitor.traces.schemas import TraceListRead, TraceRead

@@ -18,7 +18,7 @@ from svc_monitor.cluster.service import ClusterNotDiscovered
 from svc_monitor.connections.models import Connection
 from svc_monitor.engine.capabilities import EngineIdentity
 from svc_monitor.engine.cluster import SLOT_COUNT
-from svc_monitor.live_metrics.schemas import ClusterInfoRead, ClusterNodeRead, SlotStatsRead
+from svc_monitor.live.schemas import ClusterInfoRead, ClusterNodeRead, SlotStatsRead
 from svc_monitor.web.dependencies import Ui, UiDep
 from svc_monitor.web.live import pushed
 from svc_monitor.web.pages import Page

@@ -21,7 +21,7 @@ from svc_monitor.connections.models import Connection
 from svc_monitor.connections.schemas import ConnectionCreate, ConnectionTest, ConnectionUpdate
 from svc_monitor.connections.views import to_read
 from svc_monitor.errors import AppError, Conflict
-from svc_monitor.otlp.collector_config import VERSION_PATTERN, Engine, collector_config
+from svc_monitor.otlp.ingest.collector_config import VERSION_PATTERN, Engine, collector_config
 from svc_monitor.web.dependencies import UI_HEADERS, FromThisPage, Ui, UiDep
 from svc_monitor.web.forms import (
     CONNECTION_FORM_BYTES,

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from fastapi import APIRouter
 from fastapi.responses import HTMLResponse
 
-from svc_monitor.analytics.models import SizeBucket, Snapshot
-from svc_monitor.analytics.patterns import bucket_labels
+from svc_monitor.key_analytics.key_patterns import bucket_labels
+from svc_monitor.key_analytics.models import SizeBucket, Snapshot
 from svc_monitor.licensing.gates import FeatureLocked
 from svc_monitor.licensing.tiers import Feature
 from svc_monitor.web.dependencies import UiDep

@@ -15,7 +15,7 @@ from svc_monitor.engine.capabilities import unavailable_reason
 from svc_monitor.engine.info import parse_version
 from svc_monitor.events import now_ms
 from svc_monitor.latency.schemas import HistogramEntry, LatencyHistogramRead, LatencySnapshotRead
-from svc_monitor.live_metrics.schemas import CommandHistogramRead, ConfigParameterRead
+from svc_monitor.live.schemas import CommandHistogramRead, ConfigParameterRead
 from svc_monitor.web.dependencies import Ui, UiDep
 from svc_monitor.web.live import load_live
 from svc_monitor.web.pages import RANGES, Page

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from fastapi import APIRouter
 from fastapi.responses import HTMLResponse
 
-from svc_monitor.live_metrics.schemas import MemoryStatsRead, Scalar
+from svc_monitor.live.schemas import MemoryStatsRead, Scalar
 from svc_monitor.web.dependencies import Ui, UiDep
 from svc_monitor.web.live import load_live
 from svc_monitor.web.pages import RANGES, Page

@@ -1,5 +1,5 @@
 """Key analytics: runs, their key patterns, and each connection's SCAN cursor
-(analytics/store.py).
+(key_analytics/store.py).
 
 Revision ID: 0014
 Revises: 0013

@@ -1,0 +1,15 @@
+"""FastAPI dependencies of the key analytics domain."""
+
+from typing import Annotated
+
+from fastapi import Depends
+
+from svc_monitor.key_analytics.service import KeyAnalyticsService
+from svc_monitor.services import FeaturesDep
+
+
+def get_key_analytics(features: FeaturesDep) -> KeyAnalyticsService:
+    return features.key_analytics
+
+
+KeyAnalyticsDep = Annotated[KeyAnalyticsService, Depends(get_key_analytics)]

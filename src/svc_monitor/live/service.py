@@ -1,0 +1,329 @@
+"""Live reads of one instance: latency, memory, role, cluster, config, keyspace size.
+
+Nothing here is stored; each call is one command to the engine. Engine failures never
+become a 500 (`engine_call`): an error reply (the command is renamed, disabled, denied by
+ACL or unknown to this version) is a 501 carrying the engine's words, and an unreachable or
+hung instance is a 503. Cluster routes on a standalone server answer 409 (ClusterModeDisabled):
+the request is fine, the server is in the wrong mode for it, which is a conflict with its
+state rather than a missing feature.
+"""
+
+import datetime
+from typing import Any
+
+from svc_monitor.cluster.service import ClusterNotDiscovered, ClusterService
+from svc_monitor.connections.availability import require_live_feature
+from svc_monitor.connections.models import Connection
+from svc_monitor.connections.service import ConnectionService
+from svc_monitor.engine.capabilities import EngineIdentity, unavailable_reason
+from svc_monitor.engine.client import EngineClient
+from svc_monitor.engine.cluster import parse_cluster_info, parse_cluster_nodes, top_slot_stats
+from svc_monitor.engine.errors import EngineError, EngineResponseError
+from svc_monitor.engine.latency import (
+    integer,
+    pairs,
+    parse_latency_histogram,
+    parse_latency_history,
+    parse_latency_latest,
+    text,
+)
+from svc_monitor.errors import Conflict, NotFound, NotSupported, Unavailable
+from svc_monitor.live.schemas import (
+    ClusterInfoRead,
+    ClusterNodeRead,
+    CommandHistogramRead,
+    ConfigParameterRead,
+    ConfigValues,
+    LatencyEventRead,
+    LatencyHistoryPoint,
+    MemoryStatsRead,
+    ReplicaRead,
+    RoleRead,
+    Scalar,
+    SlotMoveRead,
+    SlotStatsRead,
+    SlotStatsRecord,
+)
+
+SLOT_STATS_UNSUPPORTED = "CLUSTER SLOT-STATS is not supported on this database version"
+_CLUSTER_DISABLED_MARKER = "cluster support disabled"
+
+
+class FeatureUnavailable(NotSupported):
+    """The engine refused the command: renamed, disabled, denied, or too old for it."""
+
+
+class EngineUnavailable(Unavailable):
+    """The engine did not answer (down, unreachable, timed out, refused our credentials)."""
+
+
+class ClusterModeDisabled(Conflict):
+    """A cluster route was asked of a server that is not a cluster node."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "Cluster mode is disabled on this server (cluster-enabled no); "
+            "cluster routes need a connection to a cluster node"
+        )
+
+
+async def engine_call(client: EngineClient, *args: Any) -> Any:
+    """Run one command, turning engine failures into 501/503/409 AppErrors (never a 500)."""
+    try:
+        return await client.execute(*args)
+    except EngineResponseError as exc:
+        if _CLUSTER_DISABLED_MARKER in exc.message.lower():
+            raise ClusterModeDisabled() from None
+        command = " ".join(str(a) for a in args[:2] if isinstance(a, str)).upper()
+        raise FeatureUnavailable(
+            f"{command} is not available on this server: {exc.message}"
+        ) from None
+    except EngineError as exc:
+        raise EngineUnavailable(exc.message) from None
+
+
+class LiveMetricsService:
+    """Answers the live `/metrics/...` reads from the engine of one connection."""
+
+    def __init__(self, connections: ConnectionService, clusters: ClusterService) -> None:
+        self._connections = connections
+        self._clusters = clusters
+
+    async def _call(self, connection: Connection, *args: Any) -> Any:
+        return await engine_call(self._connections.client(connection), *args)
+
+    async def _identity(self, connection: Connection) -> EngineIdentity:
+        """What detection knows of the engine; detect now when it has not run yet."""
+        seen = self._connections.last_seen(connection)
+        if seen is None or seen.identity is None:
+            seen = await self._connections.check(connection)
+        if seen.identity is None:
+            reason = seen.error.message if seen.error else "the engine has not been detected"
+            raise EngineUnavailable(reason)
+        return seen.identity
+
+    # --- latency ---
+
+    async def latency_latest(self, connection: Connection) -> list[LatencyEventRead]:
+        reply = await self._call(connection, "LATENCY", "LATEST")
+        return [
+            LatencyEventRead(
+                eventName=e.name,
+                timestamp=e.latest_at_s * 1000,
+                latestMs=e.latest_ms,
+                maxMs=e.max_ms,
+            )
+            for e in parse_latency_latest(reply)
+        ]
+
+    async def latency_history(
+        self, connection: Connection, event: str
+    ) -> list[LatencyHistoryPoint]:
+        reply = await self._call(connection, "LATENCY", "HISTORY", event)
+        return [
+            LatencyHistoryPoint(timestamp=at * 1000, latencyMs=ms)
+            for at, ms in parse_latency_history(reply)
+        ]
+
+    async def latency_histogram(
+        self, connection: Connection, commands: list[str]
+    ) -> dict[str, CommandHistogramRead]:
+        reply = await self._call(connection, "LATENCY", "HISTOGRAM", *commands)
+        return {
+            name: CommandHistogramRead(calls=h.calls, histogram=h.histogram)
+            for name, h in parse_latency_histogram(reply).items()
+        }
+
+    async def latency_doctor(self, connection: Connection) -> str:
+        return text(await self._call(connection, "LATENCY", "DOCTOR"))
+
+    async def reset_latency(self, connection: Connection, event: str | None) -> None:
+        await self._call(connection, "LATENCY", "RESET", *([event] if event else []))
+
+    # --- memory ---
+
+    async def memory_stats(self, connection: Connection) -> MemoryStatsRead:
+        reply = await self._call(connection, "MEMORY", "STATS")
+        stats: dict[str, Scalar | dict[str, Scalar]] = {}
+        for name, value in pairs(reply):
+            if isinstance(value, list):
+                stats[name] = {k: _scalar(v) for k, v in pairs(value)}
+            else:
+                stats[name] = _scalar(value)
+        return MemoryStatsRead(stats)
+
+    async def memory_doctor(self, connection: Connection) -> str:
+        identity = await self._identity(connection)
+        capabilities = identity.capabilities
+        if not capabilities.has_memory_doctor:
+            if capabilities.refusal("memory_doctor") is not None:  # refused, not too old
+                raise FeatureUnavailable(unavailable_reason(capabilities, "memory_doctor"))
+            raise FeatureUnavailable(
+                "MEMORY DOCTOR is not available on this server (it needs Redis 4.0+ or Valkey, "
+                "and the command must not be renamed or denied)"
+            )
+        return text(await self._call(connection, "MEMORY", "DOCTOR"))
+
+    # --- replication and cluster ---
+
+    async def role(self, connection: Connection) -> RoleRead:
+        return _parse_role(await self._call(connection, "ROLE"))
+
+    async def cluster_info(self, connection: Connection) -> ClusterInfoRead:
+        await self._require_cluster(connection)
+        return ClusterInfoRead(parse_cluster_info(await self._call(connection, "CLUSTER", "INFO")))
+
+    async def cluster_nodes(self, connection: Connection) -> list[ClusterNodeRead]:
+        await self._require_cluster(connection)
+        reply = await self._call(connection, "CLUSTER", "NODES")
+        return [
+            ClusterNodeRead(
+                id=n.id,
+                address=n.address,
+                host=n.host,
+                port=n.port,
+                busPort=n.bus_port,
+                hostname=n.hostname,
+                flags=n.flags,
+                master=n.master,
+                pingSent=n.ping_sent,
+                pongReceived=n.pong_received,
+                configEpoch=n.config_epoch,
+                linkState=n.link_state,
+                slots=n.slots,
+                migratingSlots=[SlotMoveRead(slot=m.slot, nodeId=m.node) for m in n.migrating],
+                importingSlots=[SlotMoveRead(slot=m.slot, nodeId=m.node) for m in n.importing],
+            )
+            for n in parse_cluster_nodes(reply)
+        ]
+
+    async def slot_stats(
+        self, connection: Connection, *, order_by: str, limit: int
+    ) -> SlotStatsRead:
+        identity = await self._identity(connection)
+        if not identity.capabilities.has_slot_stats:
+            raise FeatureUnavailable(SLOT_STATS_UNSUPPORTED)
+        if not identity.cluster_enabled:
+            raise ClusterModeDisabled()
+        command = ("CLUSTER", "SLOT-STATS", "ORDERBY", order_by, "LIMIT", limit)
+        try:
+            # Each primary reports only its own slots: ask them all (top_slot_stats merges).
+            replies = [
+                r
+                for _, r in await self._clusters.fan_out(connection, *command, primaries_only=True)
+            ]
+        except ClusterNotDiscovered:
+            replies = [await _as_result(self._connections.client(connection), command)]
+        answers = [r for r in replies if not isinstance(r, EngineError)]
+        if not answers:
+            error = replies[0] if replies else EngineError("no node answered")
+            assert isinstance(error, EngineError)
+            self._raise_slot_stats(error, order_by)
+        stats = top_slot_stats(answers, order_by=order_by, limit=limit)
+        return SlotStatsRead(
+            {
+                str(s.slot): SlotStatsRecord(
+                    key_count=s.key_count or 0,
+                    expires_count=s.expires_count or 0,
+                    total_reads=s.total_reads or 0,
+                    total_writes=s.total_writes or 0,
+                    cpu_usec=s.cpu_usec or 0,
+                )
+                for s in stats
+            }
+        )
+
+    @staticmethod
+    def _raise_slot_stats(exc: EngineError, order_by: str) -> None:
+        if isinstance(exc, EngineResponseError):
+            if order_by == "cpu-usec" and "orderby" in exc.message.lower():
+                # Valkey 8.0+ tracks cpu-usec only with cluster-slot-stats-enabled yes.
+                raise Conflict(
+                    "orderBy=cpu-usec needs the server setting cluster-slot-stats-enabled yes "
+                    f"(the server said: {exc.message})",
+                    field="orderBy",
+                )
+            raise FeatureUnavailable(f"{SLOT_STATS_UNSUPPORTED}: {exc.message}")
+        raise EngineUnavailable(exc.message)
+
+    async def _require_cluster(self, connection: Connection) -> None:
+        if not (await self._identity(connection)).cluster_enabled:
+            raise ClusterModeDisabled()
+
+    # --- configuration and keyspace ---
+
+    async def config(self, connection: Connection, pattern: str) -> ConfigValues:
+        # TODO(auth): values can hold credentials (requirepass, masterauth); never log them.
+        # Detection found CONFIG missing (a managed provider's plan, rename-command, ACL):
+        # say why with a 501 rather than send it again for the server's refusal.
+        await require_live_feature(self._connections, connection, "config")
+        reply = await self._call(connection, "CONFIG", "GET", pattern)
+        return ConfigValues({name: text(value) for name, value in pairs(reply)})
+
+    async def config_parameter(self, connection: Connection, parameter: str) -> ConfigParameterRead:
+        values = (await self.config(connection, parameter)).root
+        name = parameter.lower()
+        if name not in values:
+            raise NotFound(f"Unknown configuration parameter '{parameter}'", field="parameter")
+        return ConfigParameterRead(parameter=name, value=values[name])
+
+    async def dbsize(self, connection: Connection) -> int:
+        return integer(await self._call(connection, "DBSIZE")) or 0
+
+    async def lastsave_ms(self, connection: Connection) -> int:
+        reply = await self._call(connection, "LASTSAVE")
+        if isinstance(reply, datetime.datetime):
+            # valkey-py turns LASTSAVE into a naive local datetime (fromtimestamp); timestamp()
+            # on a naive datetime reads it back as local time, which is the exact inverse.
+            return round(reply.timestamp()) * 1000
+        return (integer(reply) or 0) * 1000
+
+
+async def _as_result(client: EngineClient, command: tuple[Any, ...]) -> Any:
+    """The reply, or the EngineError instead of raising it (like ClusterService.fan_out)."""
+    try:
+        return await client.execute(*command)
+    except EngineError as exc:
+        return exc
+
+
+def _scalar(value: Any) -> Scalar:
+    """A MEMORY STATS value: ints stay ints, float texts become floats, the rest text."""
+    number = integer(value)
+    if number is not None:
+        return number
+    raw = text(value)
+    try:
+        parsed = float(raw)
+    except ValueError:
+        return raw
+    return parsed if parsed == parsed and abs(parsed) != float("inf") else raw
+
+
+def _parse_role(reply: Any) -> RoleRead:
+    items = reply if isinstance(reply, list) else []
+    role = text(items[0]) if items else ""
+    if role == "master":
+        replicas = []
+        for entry in items[2] if len(items) > 2 and isinstance(items[2], list) else []:
+            if isinstance(entry, list) and len(entry) >= 3:
+                port, offset = integer(entry[1]), integer(entry[2])
+                if port is not None and offset is not None:
+                    replicas.append(ReplicaRead(ip=text(entry[0]), port=port, offset=offset))
+        return RoleRead(
+            role="master",
+            replicationOffset=integer(items[1]) if len(items) > 1 else None,
+            replicas=replicas,
+        )
+    if role == "slave" and len(items) >= 5:
+        return RoleRead(
+            role="slave",
+            masterHost=text(items[1]),
+            masterPort=integer(items[2]),
+            masterLinkState=text(items[3]),
+            masterReplicationOffset=integer(items[4]),
+        )
+    if role == "sentinel":
+        masters = items[1] if len(items) > 1 and isinstance(items[1], list) else []
+        return RoleRead(role="sentinel", monitoredMasters=[text(m) for m in masters])
+    raise FeatureUnavailable(f"ROLE answered in an unexpected shape: {role or 'empty reply'}")

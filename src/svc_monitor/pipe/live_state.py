@@ -1,0 +1,64 @@
+"""The latest Observation of every connection: what is true now, for live views,
+Prometheus at scrape time and detectors. Kept in memory only."""
+
+from collections.abc import Callable
+from typing import TypeVar
+
+from svc_monitor.pipe.facts import Facts
+from svc_monitor.pipe.poll_counts import PollCounts
+from svc_monitor.polling.models import Observation
+
+F = TypeVar("F", bound=Facts)
+
+
+class LiveState:
+    """Latest observation per connection (and per cluster node), and the latest facts
+    of the other polls (pipe/facts.py)."""
+
+    def __init__(self) -> None:
+        self._latest: dict[tuple[str, str | None], Observation] = {}
+        # One observation back: rates such as CPU use need two readings.
+        self._previous: dict[tuple[str, str | None], Observation] = {}
+        self._facts: dict[tuple[str, type], Facts] = {}
+        # Each connection's cluster nodes, so a scrape finds them without walking every key.
+        self._nodes: dict[str, dict[str, None]] = {}
+        self.polls = PollCounts()
+        # Told of every fact as it is put (anomaly detection judges the slow log, latency,
+        # commandstats and CLUSTER INFO this way, polled or pushed): synchronous and cheap.
+        self.fact_watchers: list[Callable[[str, Facts], None]] = []
+
+    def update(self, observation: Observation) -> None:
+        key = (observation.connection_id, observation.node)
+        if key in self._latest:
+            self._previous[key] = self._latest[key]
+        elif observation.node:
+            self._nodes.setdefault(observation.connection_id, {})[observation.node] = None
+        self._latest[key] = observation
+
+    def latest(self, connection_id: str, node: str | None = None) -> Observation | None:
+        return self._latest.get((connection_id, node))
+
+    def previous(self, connection_id: str, node: str | None = None) -> Observation | None:
+        return self._previous.get((connection_id, node))
+
+    def nodes(self, connection_id: str) -> list[Observation]:
+        """The latest observation of every other node of a cluster connection."""
+        return [self._latest[(connection_id, n)] for n in self._nodes.get(connection_id, ())]
+
+    def put(self, connection_id: str, facts: Facts) -> None:
+        self._facts[(connection_id, type(facts))] = facts
+        for watch in self.fact_watchers:
+            watch(connection_id, facts)
+
+    def facts(self, connection_id: str, kind: type[F]) -> F | None:
+        found = self._facts.get((connection_id, kind))
+        return found if isinstance(found, kind) else None
+
+    def forget(self, connection_id: str) -> None:
+        for key in [k for k in self._latest if k[0] == connection_id]:
+            del self._latest[key]
+            self._previous.pop(key, None)
+        self._nodes.pop(connection_id, None)
+        for fact_key in [k for k in self._facts if k[0] == connection_id]:
+            del self._facts[fact_key]
+        self.polls.forget(connection_id)

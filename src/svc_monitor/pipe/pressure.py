@@ -1,0 +1,60 @@
+"""When a monitored server is under pressure, the monitor holds back its expensive calls.
+
+Watching must never be what tips a busy server over. Before an expensive call
+(CLIENT LIST now; SCAN and MEMORY USAGE when key analytics arrive) a poll asks
+`pressure_reason`, and skips its pass while the answer is not None. By the last two
+INFO polls, a server is under pressure when:
+
+- its CPU use was above CPU_LIMIT_PERCENT of one core between them: Valkey and Redis
+  run commands on one thread, so 80% of a core is close to saturation;
+- our own INFO round trip took longer than ROUND_TRIP_LIMIT_MS: a trivial command had
+  to wait, so the server (or the network to it) is busy;
+- more than MAX_CLIENTS clients are connected: CLIENT LIST costs the server time in
+  proportion to them, and blocks it meanwhile.
+
+The skip lasts only as long as the reading: the next pass asks again.
+"""
+
+from svc_monitor.pipe.live_state import LiveState
+from svc_monitor.polling.models import Observation
+
+CPU_LIMIT_PERCENT = 80.0
+ROUND_TRIP_LIMIT_MS = 100.0
+MAX_CLIENTS = 5_000
+
+
+def pressure_reason(live_state: LiveState, connection_id: str) -> str | None:
+    """Why the connection's server is under pressure now, or None when it is not."""
+    latest = live_state.latest(connection_id)
+    if latest is None:
+        return None
+    return reading(live_state.previous(connection_id), latest)
+
+
+def reading(previous: Observation | None, latest: Observation) -> str | None:
+    info = latest.info
+    clients = info.get_int("clients", "connected_clients")
+    if clients is not None and clients > MAX_CLIENTS:
+        return f"{clients} clients connected (over {MAX_CLIENTS})"
+    if latest.round_trip_ms is not None and latest.round_trip_ms > ROUND_TRIP_LIMIT_MS:
+        return f"INFO took {latest.round_trip_ms:.0f} ms (over {ROUND_TRIP_LIMIT_MS:.0f} ms)"
+    cpu = _cpu_percent(previous, latest)
+    if cpu is not None and cpu > CPU_LIMIT_PERCENT:
+        return f"CPU at {cpu:.0f}% of a core (over {CPU_LIMIT_PERCENT:.0f}%)"
+    return None
+
+
+def _cpu_percent(previous: Observation | None, latest: Observation) -> float | None:
+    if previous is None:
+        return None
+    elapsed_s = (latest.received_at_ms - previous.received_at_ms) / 1000
+    now, before = _cpu_seconds(latest), _cpu_seconds(previous)
+    if elapsed_s <= 0 or now is None or before is None or now < before:
+        return None
+    return (now - before) / elapsed_s * 100
+
+
+def _cpu_seconds(observation: Observation) -> float | None:
+    sys_s = observation.info.get_float("cpu", "used_cpu_sys")
+    user_s = observation.info.get_float("cpu", "used_cpu_user")
+    return None if sys_s is None or user_s is None else sys_s + user_s
