@@ -1,4 +1,5 @@
-"""The pattern rule of slowlog/command_patterns.py, and pattern analysis over a real server's entries."""
+"""The pattern rule of slowlog/command_patterns.py, and pattern analysis over a real
+server's entries."""
 
 import asyncio
 from collections.abc import Iterator
