@@ -21,6 +21,7 @@ from fastapi.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute
 
 from svc_monitor import __version__
+from svc_monitor.api.error_responses import error_body, install_error_handlers
 from svc_monitor.auth.access import PageRefused, authorize, install_access
 from svc_monitor.auth.activity import ActivityLog
 from svc_monitor.auth.api import router as auth_router
@@ -36,7 +37,6 @@ from svc_monitor.connections.secrets import SecretBox, SecretUndecryptable
 from svc_monitor.connections.service import ConnectionService
 from svc_monitor.connections.store import ConnectionStore
 from svc_monitor.detectors.readings import ReadingsDetector
-from svc_monitor.errors import error_body, install_error_handlers
 from svc_monitor.events import EventBus
 from svc_monitor.info_history.api import router as metrics_router
 from svc_monitor.info_history.service import MetricsService

@@ -23,8 +23,8 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from svc_monitor.auth.broker_keys import BrokerKeyError, load_broker_key
 from svc_monitor.kit.pem import check_certificates, check_private_key, key_matches
+from svc_monitor.kit.public_keys import PublicKeyError, load_public_key
 
 logger = logging.getLogger(__name__)
 
@@ -245,8 +245,8 @@ class Settings(BaseSettings):
         if value is None or not value.strip():
             return None
         try:
-            load_broker_key(value)
-        except BrokerKeyError as exc:
+            load_public_key(value)
+        except PublicKeyError as exc:
             raise ValueError(str(exc)) from None
         return value
 

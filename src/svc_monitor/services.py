@@ -1,4 +1,4 @@
-"""The object graph `create_app` builds, and the dependencies that hand it to routes.
+"""The object graph `create_app` builds (api/dependencies.py hands it to routes).
 
 Two parts: `Services`, the core every request may need (storage, connections, health,
 settings, INFO history, the licence and its gates), built before the server listens;
@@ -10,14 +10,9 @@ before the first request.
 """
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated
-
-from fastapi import Depends, Request
+from typing import TYPE_CHECKING
 
 from svc_monitor.config import Settings
-from svc_monitor.errors import Unavailable
-from svc_monitor.storage.app_meta import AppMetaStore
-from svc_monitor.storage.database import Database
 
 if TYPE_CHECKING:
     from svc_monitor.anomaly.service import AnomalyService
@@ -54,6 +49,8 @@ if TYPE_CHECKING:
     from svc_monitor.prometheus.service import PrometheusService
     from svc_monitor.runtime_settings.service import RuntimeSettingsService
     from svc_monitor.slowlog.service import SlowlogService
+    from svc_monitor.storage.app_meta import AppMetaStore
+    from svc_monitor.storage.database import Database
     from svc_monitor.storage.retention import HistoryRetention
     from svc_monitor.system.service import HealthService
     from svc_monitor.system.version_check import VersionService
@@ -68,9 +65,9 @@ class Services:
     """The core long-lived services of one app instance (no module-level singletons)."""
 
     settings: Settings
-    db: Database
+    db: "Database"
     secrets: "SecretBox"
-    meta: AppMetaStore
+    meta: "AppMetaStore"
     live: "LiveConnections"
     bus: "EventBus"
     connections: "ConnectionService"
@@ -117,19 +114,3 @@ class Features:
     key_analytics: "KeyAnalyticsService"  # key patterns, sizes, hot keys (key_analytics/)
     anomaly: "AnomalyService"  # anomaly detection and correlated groups (anomaly/)
     retention: "HistoryRetention"
-
-
-def get_services(request: Request) -> Services:
-    services: Services = request.app.state.services
-    return services
-
-
-def get_features(request: Request) -> Features:
-    features: Features | None = getattr(request.app.state, "features", None)
-    if features is None:  # a route of a feature cannot run before its feature is installed
-        raise Unavailable("svc-monitor is still starting; retry in a moment")
-    return features
-
-
-ServicesDep = Annotated[Services, Depends(get_services)]
-FeaturesDep = Annotated[Features, Depends(get_features)]

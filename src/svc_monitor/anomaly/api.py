@@ -12,8 +12,8 @@ from svc_monitor.anomaly.schemas import (
     BuffersRead,
     CorrelatedGroupRead,
 )
+from svc_monitor.api.error_responses import error_responses
 from svc_monitor.connections.dependencies import SelectedConnection
-from svc_monitor.errors import error_responses
 from svc_monitor.licensing.gates import RequireFeature
 from svc_monitor.licensing.tiers import Feature
 

@@ -5,7 +5,7 @@ from typing import Annotated
 from fastapi import Depends
 
 from svc_monitor.anomaly.service import AnomalyService
-from svc_monitor.services import FeaturesDep
+from svc_monitor.api.dependencies import FeaturesDep
 
 
 def get_anomaly(features: FeaturesDep) -> AnomalyService:

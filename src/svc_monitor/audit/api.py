@@ -4,11 +4,11 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
+from svc_monitor.api.error_responses import error_responses
 from svc_monitor.api.params import From, Limit, Offset, To
 from svc_monitor.audit.dependencies import AuditDep
 from svc_monitor.audit.schemas import AclLogEntryRead, AclReason, AuditEntry, AuditStats, Success
 from svc_monitor.connections.dependencies import ConnectionServiceDep, SelectedConnection
-from svc_monitor.errors import error_responses
 
 router = APIRouter(tags=["audit"])
 

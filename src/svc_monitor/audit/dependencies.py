@@ -4,8 +4,8 @@ from typing import Annotated
 
 from fastapi import Depends
 
+from svc_monitor.api.dependencies import FeaturesDep
 from svc_monitor.audit.service import AuditService
-from svc_monitor.services import FeaturesDep
 
 
 def get_audit(features: FeaturesDep) -> AuditService:

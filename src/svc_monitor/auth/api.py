@@ -10,6 +10,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request, Response, status
 from fastapi.responses import JSONResponse
 
+from svc_monitor.api.error_responses import error_responses
 from svc_monitor.auth.access import principal_of, source_ip_of
 from svc_monitor.auth.activity import MAX_PAGE
 from svc_monitor.auth.dependencies import AuthDep, PrincipalDep, WorkspaceDep
@@ -31,7 +32,7 @@ from svc_monitor.auth.schemas import (
     TransferWrite,
 )
 from svc_monitor.auth.service import AuthService, SignedIn
-from svc_monitor.errors import Unprocessable, error_responses
+from svc_monitor.errors import Unprocessable
 
 router = APIRouter(tags=["workspace"])
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from urllib.parse import urlencode, urlsplit
 
-from svc_monitor.auth.broker_keys import BrokerKey, BrokerKeyError, trusted_keys
+from svc_monitor.auth.broker_keys import trusted_keys
 from svc_monitor.auth.broker_tokens import (
     COOKIE_PATH,
     INTENTS,
@@ -43,6 +43,7 @@ from svc_monitor.auth.service import AuthService, SignedIn
 from svc_monitor.auth.sessions import new_secret
 from svc_monitor.config import Settings
 from svc_monitor.errors import Forbidden, NotFound, Unprocessable
+from svc_monitor.kit.public_keys import PublicKey, PublicKeyError
 
 logger = logging.getLogger(__name__)
 
@@ -106,7 +107,7 @@ class BrokerConfig:
     reason: str | None
     start_url: str  # the broker's /start page
     issuer: str  # the broker's origin: the `iss` its assertions carry
-    keys: tuple[BrokerKey, ...]
+    keys: tuple[PublicKey, ...]
 
     @classmethod
     def from_settings(cls, settings: Settings) -> "BrokerConfig":
@@ -114,7 +115,7 @@ class BrokerConfig:
         issuer = origin_of(base) if urlsplit(base).scheme.lower() in ("http", "https") else ""
         try:
             keys = trusted_keys(issuer, settings.AUTH_BROKER_PUBLIC_KEY) if issuer else ()
-        except BrokerKeyError:  # Settings refuses a bad configured key; embedded ones are ours
+        except PublicKeyError:  # Settings refuses a bad configured key; embedded ones are ours
             keys = ()
         state, reason = BrokerState.AVAILABLE, None
         if settings.WORKSPACE_DISABLED or settings.AUTH_BROKER_DISABLED:

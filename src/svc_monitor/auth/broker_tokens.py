@@ -20,7 +20,7 @@ from typing import Any
 
 from itsdangerous import BadSignature, URLSafeSerializer
 
-from svc_monitor.auth.broker_keys import BrokerKey, algorithm_of
+from svc_monitor.kit.public_keys import PublicKey, algorithm_of
 
 PROVIDERS = {"github": "GitHub", "google": "Google"}
 INTENTS = ("login", "register", "invite")
@@ -129,7 +129,7 @@ class VerifiedIdentity:
 
 
 def verify_assertion(
-    token: str, *, keys: tuple[BrokerKey, ...], issuer: str, audience: str, now: float
+    token: str, *, keys: tuple[PublicKey, ...], issuer: str, audience: str, now: float
 ) -> VerifiedIdentity:
     """The identity in an assertion the broker signed for us, or AssertionRefused."""
     import jwt
@@ -152,7 +152,7 @@ def verify_assertion(
 
 
 def _decode(
-    token: str, keys: list[BrokerKey], alg: str, *, issuer: str, audience: str
+    token: str, keys: list[PublicKey], alg: str, *, issuer: str, audience: str
 ) -> dict[str, Any]:
     import jwt
 

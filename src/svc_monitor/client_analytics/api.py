@@ -4,6 +4,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
 
+from svc_monitor.api.error_responses import error_responses
 from svc_monitor.api.params import From, Limit, Offset, To
 from svc_monitor.client_analytics.dependencies import ClientAnalyticsDep
 from svc_monitor.client_analytics.models import SnapshotFilter
@@ -23,7 +24,6 @@ from svc_monitor.client_analytics.schemas import (
     SpikeDetection,
 )
 from svc_monitor.connections.dependencies import ConnectionServiceDep, SelectedConnection
-from svc_monitor.errors import error_responses
 
 router = APIRouter(tags=["client-analytics"])
 

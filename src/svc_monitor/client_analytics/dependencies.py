@@ -4,8 +4,8 @@ from typing import Annotated
 
 from fastapi import Depends
 
+from svc_monitor.api.dependencies import FeaturesDep
 from svc_monitor.client_analytics.service import ClientAnalyticsService
-from svc_monitor.services import FeaturesDep
 
 
 def get_client_analytics(features: FeaturesDep) -> ClientAnalyticsService:

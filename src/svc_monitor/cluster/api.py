@@ -4,10 +4,11 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query
 
+from svc_monitor.api.error_responses import error_responses
 from svc_monitor.cluster.dependencies import ClustersDep
 from svc_monitor.cluster.schemas import ClusterClient, ClusterLogEntry, ClusterNodeStats
 from svc_monitor.connections.dependencies import ConnectionServiceDep, SelectedConnection
-from svc_monitor.errors import NotSupported, error_responses
+from svc_monitor.errors import NotSupported
 from svc_monitor.slowlog.service import COMMANDLOG_UNSUPPORTED
 
 router = APIRouter(prefix="/metrics/cluster", tags=["cluster"])

@@ -4,8 +4,8 @@ from typing import Annotated
 
 from fastapi import Depends
 
+from svc_monitor.api.dependencies import FeaturesDep
 from svc_monitor.cluster.service import ClusterService
-from svc_monitor.services import FeaturesDep
 
 
 def get_clusters(features: FeaturesDep) -> ClusterService:

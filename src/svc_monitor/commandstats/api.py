@@ -4,11 +4,11 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
+from svc_monitor.api.error_responses import error_responses
 from svc_monitor.api.params import From, Limit, To
 from svc_monitor.commandstats.dependencies import CommandstatsDep
 from svc_monitor.commandstats.schemas import CommandStatRead, CommandStatSample
 from svc_monitor.connections.dependencies import SelectedConnection
-from svc_monitor.errors import error_responses
 
 router = APIRouter(tags=["commandstats"])
 

@@ -4,8 +4,8 @@ from typing import Annotated
 
 from fastapi import Depends
 
+from svc_monitor.api.dependencies import FeaturesDep
 from svc_monitor.commandstats.service import CommandstatsService
-from svc_monitor.services import FeaturesDep
 
 
 def get_commandstats(features: FeaturesDep) -> CommandstatsService:

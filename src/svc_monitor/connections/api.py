@@ -4,6 +4,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Response, status
 
+from svc_monitor.api.dependencies import ServicesDep
+from svc_monitor.api.error_responses import error_responses
 from svc_monitor.connections.dependencies import ConnectionServiceDep
 from svc_monitor.connections.schemas import (
     ConnectionCreate,
@@ -14,8 +16,7 @@ from svc_monitor.connections.schemas import (
     DiscoveredRead,
 )
 from svc_monitor.connections.views import to_read, to_test_result
-from svc_monitor.errors import NotFound, error_responses
-from svc_monitor.services import ServicesDep
+from svc_monitor.errors import NotFound
 
 router = APIRouter(prefix="/connections", tags=["connections"])
 

@@ -4,9 +4,9 @@ from typing import Annotated
 
 from fastapi import Depends, Header
 
+from svc_monitor.api.dependencies import ServicesDep
 from svc_monitor.connections.models import Connection
 from svc_monitor.connections.service import ConnectionService
-from svc_monitor.services import ServicesDep
 
 
 def get_connection_service(services: ServicesDep) -> ConnectionService:

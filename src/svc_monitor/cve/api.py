@@ -2,10 +2,10 @@
 
 from fastapi import APIRouter
 
+from svc_monitor.api.error_responses import error_responses
 from svc_monitor.connections.dependencies import SelectedConnection
 from svc_monitor.cve.dependencies import CveDep
 from svc_monitor.cve.schemas import CveFindingsRead
-from svc_monitor.errors import error_responses
 
 router = APIRouter(tags=["security"])
 

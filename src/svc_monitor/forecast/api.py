@@ -4,8 +4,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path
 
+from svc_monitor.api.error_responses import error_responses
 from svc_monitor.connections.dependencies import SelectedConnection
-from svc_monitor.errors import error_responses
 from svc_monitor.forecast.dependencies import ForecastDep
 from svc_monitor.forecast.schemas import (
     ForecastRead,

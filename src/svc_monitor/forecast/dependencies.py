@@ -4,8 +4,8 @@ from typing import Annotated
 
 from fastapi import Depends
 
+from svc_monitor.api.dependencies import FeaturesDep
 from svc_monitor.forecast.service import ForecastService
-from svc_monitor.services import FeaturesDep
 
 
 def get_forecast(features: FeaturesDep) -> ForecastService:

@@ -4,9 +4,11 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Response
 
+from svc_monitor.api.dependencies import ServicesDep
+from svc_monitor.api.error_responses import error_responses
 from svc_monitor.api.params import From, Limit, Offset, To
 from svc_monitor.connections.dependencies import ConnectionServiceDep, SelectedConnection
-from svc_monitor.errors import Unavailable, error_responses
+from svc_monitor.errors import Unavailable
 from svc_monitor.info_history.schemas import (
     HistorySeries,
     MemorySnapshot,
@@ -14,7 +16,6 @@ from svc_monitor.info_history.schemas import (
     ParsedInfoRead,
 )
 from svc_monitor.info_history.service import MetricsService
-from svc_monitor.services import ServicesDep
 
 
 def get_metrics(services: ServicesDep) -> MetricsService:

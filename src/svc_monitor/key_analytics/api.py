@@ -4,9 +4,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
+from svc_monitor.api.error_responses import error_responses
 from svc_monitor.api.params import From, To
 from svc_monitor.connections.dependencies import SelectedConnection
-from svc_monitor.errors import error_responses
 from svc_monitor.key_analytics.dependencies import KeyAnalyticsDep
 from svc_monitor.key_analytics.schemas import KeyAnalyticsSummaryRead, KeyPatternRead
 from svc_monitor.licensing.gates import RequireFeature

@@ -4,8 +4,8 @@ from typing import Annotated
 
 from fastapi import Depends
 
+from svc_monitor.api.dependencies import FeaturesDep
 from svc_monitor.key_analytics.service import KeyAnalyticsService
-from svc_monitor.services import FeaturesDep
 
 
 def get_key_analytics(features: FeaturesDep) -> KeyAnalyticsService:

@@ -4,7 +4,8 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 
-from svc_monitor.errors import error_responses
+from svc_monitor.api.dependencies import ServicesDep
+from svc_monitor.api.error_responses import error_responses
 from svc_monitor.licensing.schemas import (
     FeatureRead,
     FeaturesRead,
@@ -13,7 +14,6 @@ from svc_monitor.licensing.schemas import (
 )
 from svc_monitor.licensing.tiers import FEATURE_TIERS
 from svc_monitor.licensing.upload import token_from_request
-from svc_monitor.services import ServicesDep
 
 router = APIRouter(prefix="/license", tags=["license"])
 

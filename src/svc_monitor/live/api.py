@@ -8,8 +8,8 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Path, Query
 
+from svc_monitor.api.error_responses import error_responses
 from svc_monitor.connections.dependencies import SelectedConnection
-from svc_monitor.errors import error_responses
 from svc_monitor.live.dependencies import LiveMetricsDep
 from svc_monitor.live.schemas import (
     ClusterInfoRead,

@@ -4,8 +4,8 @@ from typing import Annotated
 
 from fastapi import Depends
 
+from svc_monitor.api.dependencies import FeaturesDep
 from svc_monitor.live.service import LiveMetricsService
-from svc_monitor.services import FeaturesDep
 
 
 def get_live_metrics(features: FeaturesDep) -> LiveMetricsService:

@@ -8,7 +8,7 @@ block sends) or a signed-in user.
 from fastapi import APIRouter
 from fastapi.responses import Response
 
-from svc_monitor.services import ServicesDep
+from svc_monitor.api.dependencies import ServicesDep
 
 router = APIRouter(tags=["prometheus"])
 # The text format every Prometheus 2.x reads (prometheus_client's newest, 1.0.0, is for

@@ -2,7 +2,7 @@
 
 from fastapi import APIRouter
 
-from svc_monitor.errors import error_responses
+from svc_monitor.api.error_responses import error_responses
 from svc_monitor.runtime_settings.dependencies import RuntimeSettingsDep
 from svc_monitor.runtime_settings.schemas import RuntimeSettingsRead, RuntimeSettingsUpdate
 

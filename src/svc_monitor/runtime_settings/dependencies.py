@@ -4,8 +4,8 @@ from typing import Annotated
 
 from fastapi import Depends
 
+from svc_monitor.api.dependencies import ServicesDep
 from svc_monitor.runtime_settings.service import RuntimeSettingsService
-from svc_monitor.services import ServicesDep
 
 
 def get_runtime_settings(services: ServicesDep) -> RuntimeSettingsService:

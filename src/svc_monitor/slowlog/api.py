@@ -4,9 +4,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
+from svc_monitor.api.error_responses import error_responses
 from svc_monitor.api.params import From, Limit, Offset, To
 from svc_monitor.connections.dependencies import SelectedConnection
-from svc_monitor.errors import error_responses
 from svc_monitor.slowlog.dependencies import SlowlogDep
 from svc_monitor.slowlog.schemas import (
     CommandLogEntryRead,

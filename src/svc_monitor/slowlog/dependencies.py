@@ -4,7 +4,7 @@ from typing import Annotated
 
 from fastapi import Depends
 
-from svc_monitor.services import FeaturesDep
+from svc_monitor.api.dependencies import FeaturesDep
 from svc_monitor.slowlog.service import SlowlogService
 
 

@@ -4,8 +4,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Header, Response
 
-from svc_monitor.errors import error_responses
-from svc_monitor.services import ServicesDep
+from svc_monitor.api.dependencies import ServicesDep
+from svc_monitor.api.error_responses import error_responses
 from svc_monitor.system.schemas import HealthRead, VersionRead
 
 router = APIRouter(tags=["system"])

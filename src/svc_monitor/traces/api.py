@@ -7,8 +7,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
 
+from svc_monitor.api.error_responses import error_responses
 from svc_monitor.api.params import From, To
-from svc_monitor.errors import error_responses
 from svc_monitor.traces.dependencies import TracesDep
 from svc_monitor.traces.schemas import TraceListRead, TraceRead
 from svc_monitor.traces.store import TraceStatus

@@ -4,7 +4,7 @@ from typing import Annotated
 
 from fastapi import Depends
 
-from svc_monitor.services import ServicesDep
+from svc_monitor.api.dependencies import ServicesDep
 from svc_monitor.traces.service import TraceService
 
 

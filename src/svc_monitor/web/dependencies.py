@@ -6,8 +6,9 @@ from typing import Annotated, Any
 from fastapi import Depends, Header, Request
 from fastapi.responses import HTMLResponse
 
+from svc_monitor.api.dependencies import FeaturesDep, ServicesDep
 from svc_monitor.errors import Forbidden
-from svc_monitor.services import Features, FeaturesDep, Services, ServicesDep
+from svc_monitor.services import Features, Services
 from svc_monitor.web.pages import Page
 from svc_monitor.web.rendering import Templates
 from svc_monitor.web.shell import CONNECTION_COOKIE, Shell, build_shell

@@ -21,6 +21,7 @@ from fastapi import (
 )
 from fastapi.responses import StreamingResponse
 
+from svc_monitor.api.error_responses import error_responses
 from svc_monitor.auth.access import principal_of
 from svc_monitor.auth.origin import same_origin
 from svc_monitor.auth.service import AuthService
@@ -39,7 +40,7 @@ from svc_monitor.console.monitor.schemas import (
 )
 from svc_monitor.console.monitor.service import MonitorService
 from svc_monitor.console.monitor.tail import Ended, Missed, TailItem
-from svc_monitor.errors import AppError, error_responses
+from svc_monitor.errors import AppError
 from svc_monitor.services import Services
 
 router = APIRouter(tags=["monitor"])

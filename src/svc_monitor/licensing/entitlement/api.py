@@ -8,7 +8,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Header, Request, Response
 
-from svc_monitor.errors import NotFound, error_responses
+from svc_monitor.api.error_responses import error_responses
+from svc_monitor.errors import NotFound
 from svc_monitor.licensing.entitlement.schemas import (
     AccountCreate,
     AccountCreated,

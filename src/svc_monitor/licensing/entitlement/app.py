@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Callable
 from fastapi import FastAPI
 
 from svc_monitor import __version__
-from svc_monitor.errors import install_error_handlers
+from svc_monitor.api.error_responses import install_error_handlers
 from svc_monitor.licensing.entitlement.api import router
 from svc_monitor.licensing.entitlement.config import EntitlementSettings
 from svc_monitor.licensing.entitlement.service import EntitlementService

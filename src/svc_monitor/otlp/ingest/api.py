@@ -13,9 +13,9 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
 )
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from svc_monitor.errors import error_body
+from svc_monitor.api.dependencies import get_services
+from svc_monitor.api.error_responses import error_body
 from svc_monitor.otlp.ingest.protocol import handle_export
-from svc_monitor.services import get_services
 
 router = APIRouter(tags=["otlp"])
 

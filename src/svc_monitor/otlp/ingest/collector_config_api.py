@@ -9,11 +9,12 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import PlainTextResponse
 
+from svc_monitor.api.dependencies import ServicesDep
+from svc_monitor.api.error_responses import error_responses
 from svc_monitor.auth.origin import public_base
 from svc_monitor.connections.addresses import is_plain_host
-from svc_monitor.errors import Unprocessable, error_responses
+from svc_monitor.errors import Unprocessable
 from svc_monitor.otlp.ingest.collector_config import VERSION_PATTERN, Engine, collector_config
-from svc_monitor.services import ServicesDep
 
 router = APIRouter(tags=["otlp"])
 

@@ -8,11 +8,11 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Query
 from fastapi.responses import HTMLResponse
 
+from svc_monitor.api.dependencies import FeaturesDep, ServicesDep
 from svc_monitor.client_analytics.models import SnapshotFilter
 from svc_monitor.client_analytics.schemas import ClientStats, ClientType, LiveClient
 from svc_monitor.connections.dependencies import SelectedConnection
 from svc_monitor.events import now_ms
-from svc_monitor.services import FeaturesDep, ServicesDep
 from svc_monitor.web.dependencies import Ui, UiDep
 from svc_monitor.web.live import load_live, pushed
 from svc_monitor.web.pages import RANGES, Page
