@@ -6,7 +6,7 @@ Captures INFO everything once from a real Valkey on a free port, then feeds it t
 AnomalyService.watch as a steady stream of 1 s observations whose counters advance
 (rewritten like tests/forecast/history.py does), after the buffers are warm. The other
 polls' reads (slow log, commandstats per command, latency, CLUSTER INFO) go through
-AnomalyService.watch_facts the same way, each timed per read and then spread over the
+AnomalyService.observe_facts the same way, each timed per read and then spread over the
 seconds between its reads at the default intervals. Prints microseconds per observation;
 the target is under 50.
 
@@ -33,7 +33,7 @@ from svc_monitor.pipe.facts import (
     LatencyFacts,
     SlowlogFacts,
 )
-from svc_monitor.polling.models import Observation
+from svc_monitor.pipe.observation import Observation
 from svc_monitor.runtime_settings.service import RuntimeSettingsService
 from svc_monitor.storage.database import Database
 
@@ -128,12 +128,12 @@ def time_facts(service: AnomalyService, ids: list[str], reads: list[Facts]) -> f
     """Microseconds per connection per read, the first 300 reads warming the buffers."""
     for facts in reads[:300]:
         for cid in ids:
-            service.watch_facts(cid, facts)
+            service.observe_facts(cid, facts)
     elapsed = 0.0
     for facts in reads[300:]:
         start = time.perf_counter()
         for cid in ids:
-            service.watch_facts(cid, facts)
+            service.observe_facts(cid, facts)
         elapsed += time.perf_counter() - start
     return elapsed / ((len(reads) - 300) * len(ids)) * 1e6
 
@@ -159,7 +159,7 @@ def main() -> None:
     for i in range(300):  # warm every buffer past READY_AT
         at += 1000
         for cid in ids:
-            service.watch(Observation(cid, at, pool[i % len(pool)]))
+            service.observe(Observation(cid, at, pool[i % len(pool)]))
     # Parsing is the poller's cost, not ours (bench/info_parse.py): sections parse lazily,
     # so parse every section of every sample before the clock starts.
     for parsed in pool:
@@ -172,7 +172,7 @@ def main() -> None:
         observations = [Observation(cid, at, pool[(300 + i) % len(pool)]) for cid in ids]
         start = time.perf_counter()
         for observation in observations:
-            service.watch(observation)
+            service.observe(observation)
         elapsed += time.perf_counter() - start
     per = elapsed / (rounds * len(ids)) * 1e6
     print(f"INFO detectors: {per:.1f} us per connection per INFO observation")

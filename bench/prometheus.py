@@ -29,6 +29,7 @@ import valkey
 from svc_monitor.app import create_app
 from svc_monitor.config import ExportMode, Settings, StorageType
 from svc_monitor.kit.embedded_valkey import EmbeddedValkey
+from svc_monitor.prometheus.service import PrometheusService
 from svc_monitor.services import Services
 
 NOWHERE = "http://127.0.0.1:9"  # the update check must not leave loopback
@@ -57,7 +58,7 @@ def fill(port: int) -> None:
 @contextlib.asynccontextmanager
 async def monitor(
     servers: list[EmbeddedValkey], profile: Literal["standard", "full"]
-) -> AsyncIterator[tuple[Services, httpx.AsyncClient]]:
+) -> AsyncIterator[tuple[PrometheusService, httpx.AsyncClient]]:
     settings = Settings(
         _env_file=None,
         STORAGE_TYPE=StorageType.MEMORY,
@@ -84,7 +85,7 @@ async def monitor(
             )
             response.raise_for_status()
         await observed(services, len(servers))
-        yield services, client
+        yield app.state.features.prometheus, client
 
 
 async def observed(services: Services, count: int) -> None:
@@ -113,7 +114,9 @@ def p99(values: list[float]) -> float:
     return statistics.quantiles(values, n=100)[98] if len(values) >= 2 else values[0]
 
 
-async def export_cpu_per_node(services: Services, nodes: int, repeats: int) -> dict[str, float]:
+async def export_cpu_per_node(
+    prometheus: PrometheusService, nodes: int, repeats: int
+) -> dict[str, float]:
     from svc_monitor.otlp.export.semconv import build_requests
     from svc_monitor.otlp.export.series_memory import SeriesMemory
 
@@ -122,7 +125,7 @@ async def export_cpu_per_node(services: Services, nodes: int, repeats: int) -> d
         memory = SeriesMemory(bound_ns=300 * 10**9)
         started = time.process_time()
         for _ in range(repeats):
-            families = await services.prometheus.families()
+            families = await prometheus.families()
             requests = build_requests(
                 families, mode=mode, now_ns=time.time_ns(), series_memory=memory
             )
@@ -143,7 +146,7 @@ async def run(sizes: list[int], scrapes: int) -> None:
             fill(server.port)
         for size in sizes:
             for profile in PROFILES:
-                async with monitor(servers[:size], profile) as (services, client):
+                async with monitor(servers[:size], profile) as (prometheus, client):
                     await scrape_times(client, 5)  # warm: first-use imports
                     times, body = await scrape_times(client, scrapes)
                     print(
@@ -152,7 +155,7 @@ async def run(sizes: list[int], scrapes: int) -> None:
                         f"({body / 1024:,.0f} KiB)"
                     )
                     if profile == "standard" and size == biggest:
-                        cpu = await export_cpu_per_node(services, size, repeats=20)
+                        cpu = await export_cpu_per_node(prometheus, size, repeats=20)
                         for mode, ms in cpu.items():
                             print(f"OTLP export cycle, {mode}: {ms:.3f} ms CPU per node")
     finally:

@@ -23,59 +23,22 @@ from starlette.routing import BaseRoute
 from svc_monitor import __version__
 from svc_monitor.api.error_responses import error_body, install_error_handlers
 from svc_monitor.auth.access import PageRefused, authorize, install_access
-from svc_monitor.auth.activity import ActivityLog
 from svc_monitor.auth.api import router as auth_router
-from svc_monitor.auth.broker import BrokerService
 from svc_monitor.auth.broker_api import router as broker_router
-from svc_monitor.auth.service import AuthService
-from svc_monitor.auth.store import AuthStore
+from svc_monitor.compose import build_services
 from svc_monitor.config import Settings, StorageType
 from svc_monitor.connections.api import router as connections_router
-from svc_monitor.connections.discovered import DiscoveredInstances
-from svc_monitor.connections.live import LiveConnections
-from svc_monitor.connections.secrets import SecretBox, SecretUndecryptable
-from svc_monitor.connections.service import ConnectionService
-from svc_monitor.connections.store import ConnectionStore
-from svc_monitor.detectors.readings import ReadingsDetector
-from svc_monitor.events import EventBus
+from svc_monitor.connections.secrets import SecretUndecryptable
 from svc_monitor.info_history.api import router as metrics_router
-from svc_monitor.info_history.service import MetricsService
-from svc_monitor.info_history.store import MetricsStore
 from svc_monitor.licensing.api import router as license_router
-from svc_monitor.licensing.service import LicenseService
-from svc_monitor.licensing.telemetry import UsageTelemetry
-from svc_monitor.notifications.alerts import AlertStates
-from svc_monitor.otlp.export.stats import ExportStats
-from svc_monitor.otlp.export.transport import OtlpTransport
 from svc_monitor.otlp.ingest.api import router as otlp_ingest_router
 from svc_monitor.otlp.ingest.collector_config_api import router as otlp_config_router
-from svc_monitor.otlp.ingest.counts import IngestCounts
-from svc_monitor.otlp.ingest.receiver import MetricsReceiver
-from svc_monitor.pipe.health import InstanceHealth
-from svc_monitor.pipe.live_state import LiveState
-from svc_monitor.polling.info_poll import InfoPoller
-from svc_monitor.polling.observe import Observer
-from svc_monitor.polling.supervisor import PollSupervisor
-from svc_monitor.prometheus.service import PrometheusService
 from svc_monitor.runtime_settings.api import router as settings_router
-from svc_monitor.runtime_settings.service import RuntimeSettingsService
-from svc_monitor.runtime_settings.store import RuntimeSettingsStore
 from svc_monitor.services import Features, Services
-from svc_monitor.storage.app_meta import AppMetaStore
-from svc_monitor.storage.database import Database
 from svc_monitor.system.api import router as system_router
-from svc_monitor.system.service import HealthService
-from svc_monitor.system.version_check import VersionService
-from svc_monitor.traces.service import TraceService
-from svc_monitor.traces.store import TraceStore
 from svc_monitor.web.assets import mount_static, plain_page, refused_page
 from svc_monitor.web.docs import mount_docs
 from svc_monitor.webhooks.api import router as webhooks_router
-from svc_monitor.webhooks.dispatcher import WebhookDispatcher
-from svc_monitor.webhooks.sender import Sender
-from svc_monitor.webhooks.service import WebhookService
-from svc_monitor.webhooks.store import WebhookStore
-from svc_monitor.webhooks.worker import DeliveryWorker
 
 logger = logging.getLogger(__name__)
 
@@ -127,127 +90,6 @@ class StartupError(Exception):
     """The service cannot start; the message is one line for the operator."""
 
 
-def build_services(settings: Settings, *, clock: Callable[[], float] = time.time) -> Services:
-    db = Database.from_settings(settings)
-    license = LicenseService(settings, clock=clock)
-    secrets = SecretBox(settings.ENCRYPTION_KEY, salt=settings.ENCRYPTION_KEK_SALT)
-    live = LiveConnections(
-        connect_timeout_s=settings.ENGINE_CONNECT_TIMEOUT_MS / 1000,
-        command_timeout_s=settings.ENGINE_COMMAND_TIMEOUT_MS / 1000,
-        tls_ca_file=str(settings.ENGINE_TLS_CA_FILE) if settings.ENGINE_TLS_CA_FILE else None,
-        ssh_key_dir=settings.SVC_SSH_KEY_DIR,
-    )
-    meta = AppMetaStore(db)
-    bus = EventBus()
-    connections = ConnectionService(ConnectionStore(db, secrets), live, meta, settings, bus)
-    runtime_settings = RuntimeSettingsService(RuntimeSettingsStore(db), settings, bus)
-    metrics = MetricsService(MetricsStore(db), settings)
-    auth_store = AuthStore(db)
-    activity = ActivityLog(auth_store, retention_days=settings.ACTIVITY_RETENTION_DAYS, clock=clock)
-    auth = AuthService(settings, auth_store, activity, clock=clock)
-    live_state = LiveState()
-    observer = Observer(live_state, metrics, readings=ReadingsDetector(bus))
-    instance_health = InstanceHealth(bus)
-    supervisor = PollSupervisor(
-        connections=connections,
-        runtime_settings=runtime_settings,
-        settings=settings,
-        bus=bus,
-        health=instance_health,
-        live_state=live_state,
-        kinds=[InfoPoller(connections, observer).kind()],
-    )
-    sender = Sender(
-        allow_loopback=not settings.is_production, allow_http=settings.NODE_ENV == "development"
-    )
-    webhook_store = WebhookStore(db, secrets)
-    webhooks = WebhookService(
-        webhook_store, sender, settings=settings, connections=connections, license=license
-    )
-    webhook_worker = DeliveryWorker(
-        webhook_store,
-        sender,
-        webhooks.lookup,
-        cap_history=settings.STORAGE_TYPE is StorageType.MEMORY,
-    )
-    webhooks.on_requeue = webhook_worker.wake
-    webhook_dispatcher = WebhookDispatcher(
-        bus, webhook_worker, webhooks.active, connections, license, AlertStates()
-    )
-    otlp_stats = ExportStats()
-    endpoint = settings.OTEL_EXPORTER_OTLP_ENDPOINT
-    otlp_transport = (
-        OtlpTransport(endpoint) if endpoint and settings.OTEL_TELEMETRY_ENABLED else None
-    )
-    event_exporter = None
-    if otlp_transport is not None and settings.OTEL_EVENTS_ENABLED:
-        # Imported here: the protobuf classes load only when events are exported.
-        from svc_monitor.otlp.export.events import EventExporter
-
-        event_exporter = EventExporter(bus, otlp_transport, otlp_stats, connections)
-    discovery = DiscoveredInstances(enabled=settings.OTLP_DISCOVER_INSTANCES, clock=clock)
-    metrics_receiver = MetricsReceiver(
-        connections=connections,
-        live=live,
-        live_state=live_state,
-        observer=observer,
-        health=instance_health,
-        discovery=discovery,
-        counts=IngestCounts(full_profile=settings.METRICS_EXPORT_PROFILE == "full"),
-        bus=bus,
-        stale_after_ms=settings.OTEL_METRICS_STALE_AFTER_MS,
-        clock=clock,
-    )
-    prometheus = PrometheusService(
-        supervisor.polled_connections,
-        live_state,
-        settings,
-        pushed_connections=metrics_receiver.push_connections,
-    )
-    prometheus.add(otlp_stats)
-    prometheus.add(metrics_receiver.counts)
-    metrics_exporter = None
-    if otlp_transport is not None:
-        # Imported here, like the events': the protobuf classes load only when exporting.
-        from svc_monitor.otlp.export.metrics import MetricsExporter
-
-        metrics_exporter = MetricsExporter.from_settings(
-            settings, prometheus, otlp_transport, otlp_stats
-        )
-    return Services(
-        settings=settings,
-        db=db,
-        secrets=secrets,
-        meta=meta,
-        live=live,
-        bus=bus,
-        connections=connections,
-        runtime_settings=runtime_settings,
-        health=HealthService(db, connections),
-        versions=VersionService(settings, air_gapped=lambda: license.air_gapped),
-        license=license,
-        auth=auth,
-        broker=BrokerService(settings, auth, clock=clock),
-        telemetry=UsageTelemetry(settings, license),
-        metrics=metrics,
-        live_state=live_state,
-        observer=observer,
-        instance_health=instance_health,
-        supervisor=supervisor,
-        webhooks=webhooks,
-        webhook_worker=webhook_worker,
-        webhook_dispatcher=webhook_dispatcher,
-        prometheus=prometheus,
-        otlp_stats=otlp_stats,
-        otlp_transport=otlp_transport,
-        event_exporter=event_exporter,
-        metrics_exporter=metrics_exporter,
-        metrics_receiver=metrics_receiver,
-        discovery=discovery,
-        traces=TraceService(TraceStore(db), settings),
-    )
-
-
 def create_app(
     settings: Settings,
     *,
@@ -293,10 +135,6 @@ def create_app(
         if services.event_exporter is not None:
             background.append(
                 asyncio.create_task(services.event_exporter.run(), name="otlp-event-export")
-            )
-        if services.metrics_exporter is not None:
-            background.append(
-                asyncio.create_task(services.metrics_exporter.run(), name="otlp-metrics-export")
             )
         features = asyncio.create_task(
             _install_features(
@@ -415,13 +253,18 @@ async def _install_features(
     # Marks captures a dead process left running as failed; cancelled at shutdown, it stops
     # the running ones (their rows say "stopped") before storage closes.
     app.state.feature_tasks.append(asyncio.create_task(features.monitor.run(), name="monitor"))
-    app.state.feature_tasks.append(asyncio.create_task(features.cve.run(), name="cve-scans"))
+    app.state.feature_tasks.append(asyncio.create_task(services.cve.run(), name="cve-scans"))
     # metric_forecast.limit alerts and the forecast gauge's projections, every 60 s
     app.state.feature_tasks.append(
         asyncio.create_task(features.forecast.run(), name="forecast-alerts")
     )
     # anomaly groups stored and published, the svc_anomaly_* summary rebuilt
-    app.state.feature_tasks.append(asyncio.create_task(features.anomaly.run(), name="anomaly"))
+    app.state.feature_tasks.append(asyncio.create_task(services.anomaly.run(), name="anomaly"))
+    if features.metrics_exporter is not None:
+        # The registry over OTLP; its first push is one interval after this start.
+        app.state.feature_tasks.append(
+            asyncio.create_task(features.metrics_exporter.run(), name="otlp-metrics-export")
+        )
     if freeze_heap:
         gc.collect()
         gc.freeze()

@@ -1,14 +1,17 @@
-"""The feature domains, composed: their services, poll kinds and routers.
+"""The feature domains, composed: their services, poll kinds and routers, and the
+Prometheus registry over them and the core.
 
 Imported on its own (off the event loop by the command line, see app.py), because
 building these routes and schemas is most of the service's import time.
 """
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 from fastapi import APIRouter
 
 from svc_monitor.anomaly import store as anomaly_store
 from svc_monitor.anomaly.api import router as anomaly_router
-from svc_monitor.anomaly.service import AnomalyService
 from svc_monitor.audit import store as audit_store
 from svc_monitor.audit.api import router as audit_router
 from svc_monitor.audit.service import AuditService
@@ -19,24 +22,19 @@ from svc_monitor.cluster.api import router as cluster_router
 from svc_monitor.cluster.service import ClusterService
 from svc_monitor.commandstats import store as commandstats_store
 from svc_monitor.commandstats.api import router as commandstats_router
-from svc_monitor.commandstats.service import CommandstatsService
 from svc_monitor.config import StorageType
+from svc_monitor.connections.models import Connection
 from svc_monitor.console.cli.api import router as cli_router
 from svc_monitor.console.cli.service import CliService
 from svc_monitor.console.monitor import store as monitor_store
 from svc_monitor.console.monitor.api import router as monitor_router
 from svc_monitor.console.monitor.service import MonitorService
-from svc_monitor.cve import store as cve_store
 from svc_monitor.cve.api import router as cve_router
-from svc_monitor.cve.service import CveService
-from svc_monitor.cve.updates import DatasetSource
-from svc_monitor.detectors.cluster_state import ClusterStateDetector
-from svc_monitor.detectors.command_latency import LatencyDetector
 from svc_monitor.detectors.config_watch import ConfigWatch
 from svc_monitor.forecast import store as forecast_store
 from svc_monitor.forecast.api import router as forecast_router
 from svc_monitor.forecast.service import ForecastService
-from svc_monitor.info_history import store as metrics_store
+from svc_monitor.info_history import store as info_history_store
 from svc_monitor.key_analytics import store as key_analytics_store
 from svc_monitor.key_analytics.api import router as key_analytics_router
 from svc_monitor.key_analytics.service import KeyAnalyticsService
@@ -44,20 +42,23 @@ from svc_monitor.latency import store as latency_store
 from svc_monitor.latency.api import router as latency_router
 from svc_monitor.latency.service import LatencyService
 from svc_monitor.licensing.tiers import Feature
-from svc_monitor.live.api import router as live_metrics_router
+from svc_monitor.live.api import router as live_router
 from svc_monitor.live.service import LiveMetricsService
 from svc_monitor.polling.audit_poll import AuditPoller
 from svc_monitor.polling.clients_poll import ClientsPoller
 from svc_monitor.polling.cluster_poll import cluster_kind
 from svc_monitor.polling.commandstats_poll import CommandstatsPoller
+from svc_monitor.polling.config_watch_poll import config_watch_kind
 from svc_monitor.polling.key_analytics_poll import KeyAnalyticsPoller
 from svc_monitor.polling.latency_poll import LatencyPoller
 from svc_monitor.polling.log_polls import LogPoller
 from svc_monitor.polling.models import PollKind
 from svc_monitor.prometheus.api import router as prometheus_router
 from svc_monitor.prometheus.families.anomaly import AnomalyCollector
+from svc_monitor.prometheus.families.cve import CveCollector
 from svc_monitor.prometheus.families.forecast import ForecastCollector
 from svc_monitor.prometheus.families.key_analytics import KeyAnalyticsCollector
+from svc_monitor.prometheus.service import PrometheusService
 from svc_monitor.services import Features, Services
 from svc_monitor.slowlog import store as slowlog_store
 from svc_monitor.slowlog.api import router as slowlog_router
@@ -67,11 +68,14 @@ from svc_monitor.traces import store as traces_store
 from svc_monitor.traces.api import router as traces_router
 from svc_monitor.webhooks import store as webhook_store
 
+if TYPE_CHECKING:
+    from svc_monitor.otlp.export.metrics import MetricsExporter
+
 ROUTERS: tuple[APIRouter, ...] = (
     slowlog_router,
     audit_router,
     client_analytics_router,
-    live_metrics_router,
+    live_router,
     commandstats_router,
     latency_router,
     cluster_router,
@@ -87,151 +91,109 @@ ROUTERS: tuple[APIRouter, ...] = (
 
 
 def build_features(services: Services) -> tuple[Features, list[PollKind]]:
-    """The feature services over the core ones, and the poll kinds they add."""
+    """The feature services over the core ones, the poll kinds they add, and the
+    Prometheus registry over everything (its collectors listed once, in scrape order)."""
     db, connections, live_state = services.db, services.connections, services.live_state
-    slowlog = slowlog_store.SlowlogStore(db)
-    slowlog_service = SlowlogService(slowlog, connections)
-    audit = AuditService(audit_store.AuditStore(db))
+    pipe, bus, settings = services.pipe, services.bus, services.settings
+    slowlog = SlowlogService(slowlog_store.SlowlogStore(db), connections)
+    audit = AuditService(audit_store.AuditStore(db), bus)
     client_analytics = ClientAnalyticsService(client_analytics_store.ClientSnapshotStore(db))
-    commandstats = CommandstatsService(commandstats_store.CommandstatsStore(db))
     latency = LatencyService(latency_store.LatencyStore(db))
-    clusters = ClusterService(
-        connections,
-        live_state,
-        services.observer,
-        cluster_state=ClusterStateDetector(services.bus),
-    )
-    # Pushed cmd.calls/cmd.usec become commandstats history like polled ones.
-    services.metrics_receiver.commandstats_consumers.append(
-        lambda connection_id, info, at: commandstats.record(connection_id, info, captured_at=at)
-    )
+    clusters = ClusterService(connections, live_state, pipe)
     forecast = ForecastService(
-        forecast_store.ForecastStore(db),
-        services.metrics,
-        connections,
-        services.settings,
-        services.bus,
+        forecast_store.ForecastStore(db), services.metrics, connections, settings, bus
     )
-    services.prometheus.add(
-        ForecastCollector(
-            forecast,
-            lambda: [
-                *services.supervisor.polled_connections(),
-                *services.metrics_receiver.push_connections(),
-            ],
-        )
+    key_analytics = KeyAnalyticsService(
+        key_analytics_store.KeyAnalyticsStore(db), connections, live_state, settings
     )
-    cve = _cve(services)
-    key_analytics = _key_analytics(services)
-    anomaly = _anomaly(services)
     kinds = [
-        *LogPoller(slowlog_service, live_state=live_state, bus=services.bus).kinds(),
-        AuditPoller(audit, services.bus, live_state=live_state).kind(),
-        ClientsPoller(client_analytics, live_state).kind(),
-        CommandstatsPoller(
-            commandstats, latency=LatencyDetector(services.bus), live_state=live_state
-        ).kind(),
-        LatencyPoller(latency, live_state=live_state).kind(),
+        *LogPoller(slowlog, pipe=pipe).kinds(),
+        AuditPoller(audit, pipe=pipe).kind(),
+        ClientsPoller(client_analytics, pipe=pipe, live_state=live_state).kind(),
+        CommandstatsPoller(pipe).kind(),
+        LatencyPoller(latency, pipe=pipe).kind(),
         cluster_kind(clusters),
-        ConfigWatch(services.bus, live_state).kind(),
+        config_watch_kind(ConfigWatch(bus, live_state)),
         KeyAnalyticsPoller(
             key_analytics, allowed=lambda: services.license.allows(Feature.KEY_ANALYTICS)
         ).kind(),
     ]
+    prometheus = _prometheus(services, forecast, key_analytics)
     features = Features(
-        slowlog=slowlog_service,
+        slowlog=slowlog,
         audit=audit,
         client_analytics=client_analytics,
-        live_metrics=LiveMetricsService(connections, clusters),
-        commandstats=commandstats,
+        live=LiveMetricsService(connections, clusters),
         latency=latency,
         clusters=clusters,
-        cli=CliService(
-            services.settings,
-            auth=services.auth,
-            connections=connections,
-            live=services.live,
-        ),
+        cli=CliService(settings, auth=services.auth, connections=connections, live=services.live),
         monitor=MonitorService(
-            monitor_store.MonitorStore(db), connections, services.live, services.settings
+            monitor_store.MonitorStore(db), connections, services.live, settings
         ),
         forecast=forecast,
         retention=_retention(services),
-        cve=cve,
         key_analytics=key_analytics,
-        anomaly=anomaly,
+        prometheus=prometheus,
+        metrics_exporter=_metrics_exporter(services, prometheus),
     )
     return features, kinds
 
 
-def _cve(services: Services) -> CveService:
-    """The CVE scanner, fed by polled INFO and by pushed versions; its families scraped."""
-    settings, receiver, license = services.settings, services.metrics_receiver, services.license
-    cve = CveService(
-        cve_store.CveStore(services.db),
-        DatasetSource(settings, services.meta, air_gapped=lambda: license.air_gapped),
-        connections=services.connections,
-        bus=services.bus,
-        held_version=receiver.held_version,
-        update_interval_ms=settings.CVE_DATASET_UPDATE_INTERVAL_MS,
-    )
-    services.observer.watchers.append(cve.watch)
-    receiver.version_watchers.append(cve.on_pushed_version)
-    services.prometheus.add(cve)
-    return cve
+def _prometheus(
+    services: Services, forecast: ForecastService, key_analytics: KeyAnalyticsService
+) -> PrometheusService:
+    """The registry behind the scrape and the OTLP metrics export: the connections' families
+    from live state, then these collectors' (prometheus/families/ and the exporters')."""
+    supervisor, receiver = services.supervisor, services.metrics_receiver
 
+    def watched() -> list[Connection]:
+        return [*supervisor.polled_connections(), *receiver.push_connections()]
 
-def _key_analytics(services: Services) -> KeyAnalyticsService:
-    """Key analytics (Pro) over polled connections; its families scraped."""
-    analytics = KeyAnalyticsService(
-        key_analytics_store.KeyAnalyticsStore(services.db),
-        services.connections,
+    def addresses(connections: Sequence[Connection]) -> dict[str, str]:
+        return {c.id: f"{c.host}:{c.port}" for c in connections}
+
+    prometheus = PrometheusService(
+        supervisor.polled_connections,
         services.live_state,
         services.settings,
+        pushed_connections=receiver.push_connections,
+        collectors=[
+            services.otlp_stats,
+            receiver.counts,
+            ForecastCollector(forecast, watched),
+            CveCollector(services.cve),
+            KeyAnalyticsCollector(
+                key_analytics,
+                lambda: addresses(supervisor.polled_connections()),
+                full=lambda: prometheus.full_profile,
+            ),
+            AnomalyCollector(
+                services.anomaly,
+                lambda: addresses(watched()),
+                full=lambda: prometheus.full_profile,
+            ),
+        ],
     )
-    services.prometheus.add(
-        KeyAnalyticsCollector(
-            analytics,
-            lambda: {c.id: f"{c.host}:{c.port}" for c in services.supervisor.polled_connections()},
-            full=lambda: services.prometheus.full_profile,
-        )
-    )
-    return analytics
+    return prometheus
 
 
-def _anomaly(services: Services) -> AnomalyService:
-    """Anomaly detection (Pro) on every INFO observation, polled and pushed; its families
-    scraped."""
-    anomaly = AnomalyService(
-        anomaly_store.AnomalyStore(services.db),
-        services.bus,
-        services.settings,
-        services.runtime_settings,
-        allowed=lambda: services.license.allows(Feature.ANOMALY_DETECTION),
-    )
-    if anomaly.enabled:
-        services.observer.watchers.append(anomaly.watch)
-        services.live_state.fact_watchers.append(anomaly.watch_facts)
+def _metrics_exporter(
+    services: Services, prometheus: PrometheusService
+) -> "MetricsExporter | None":
+    """The registry over OTLP, when an endpoint is set (its protobuf classes load only then)."""
+    if services.otlp_transport is None:
+        return None
+    from svc_monitor.otlp.export.metrics import MetricsExporter
 
-    def addresses() -> dict[str, str]:
-        return {
-            c.id: f"{c.host}:{c.port}"
-            for c in (
-                *services.supervisor.polled_connections(),
-                *services.metrics_receiver.push_connections(),
-            )
-        }
-
-    services.prometheus.add(
-        AnomalyCollector(anomaly, addresses, full=lambda: services.prometheus.full_profile)
+    return MetricsExporter.from_settings(
+        services.settings, prometheus, services.otlp_transport, services.otlp_stats
     )
-    return anomaly
 
 
 def _retention(services: Services) -> HistoryRetention:
     """Every history table; the fast-growing sample stores are also swept hourly."""
     sample_tables = (
-        *metrics_store.HISTORY_TABLES,
+        *info_history_store.HISTORY_TABLES,
         *commandstats_store.HISTORY_TABLES,
         *client_analytics_store.HISTORY_TABLES,
         *traces_store.HISTORY_TABLES,  # spans: as fast-growing as the samples

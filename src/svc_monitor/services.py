@@ -1,12 +1,14 @@
 """The object graph `create_app` builds (api/dependencies.py hands it to routes).
 
-Two parts: `Services`, the core every request may need (storage, connections, health,
-settings, INFO history, the licence and its gates), built before the server listens;
-and `Features`, the feature domains (slow logs, audit, client analytics, live metrics,
-commandstats, latency, clusters), built by features.py. The command line loads
-features just after the server starts listening, which keeps their ~0.3 s of route and
-schema building out of the time to a first answer (bench/startup.py); tests load them
-before the first request.
+Two parts: `Services`, built by compose.py before the server listens: the core every
+request may need (storage, connections, health, settings, the licence and its gates),
+the pipe with every consumer it feeds (INFO and commandstats history, the CVE scanner,
+anomaly detection) and its sources; and `Features`, the feature domains that serve
+routes (slow logs, audit, client analytics, live reads, latency, clusters, key
+analytics, forecasts, the console) and the Prometheus registry over all of them, built by
+features.py. The command line loads features just after the server starts listening,
+which keeps their route and schema building out of the time to a first answer
+(bench/startup.py); tests load them before the first request.
 """
 
 from dataclasses import dataclass
@@ -44,7 +46,7 @@ if TYPE_CHECKING:
     from svc_monitor.otlp.ingest.receiver import MetricsReceiver
     from svc_monitor.pipe.health import InstanceHealth
     from svc_monitor.pipe.live_state import LiveState
-    from svc_monitor.polling.observe import Observer
+    from svc_monitor.pipe.pipe import Pipe
     from svc_monitor.polling.supervisor import PollSupervisor
     from svc_monitor.prometheus.service import PrometheusService
     from svc_monitor.runtime_settings.service import RuntimeSettingsService
@@ -78,19 +80,20 @@ class Services:
     auth: "AuthService"
     broker: "BrokerService"  # third-party sign-in (auth/broker.py)
     telemetry: "UsageTelemetry"
-    metrics: "MetricsService"
+    metrics: "MetricsService"  # INFO history (info_history/)
+    commandstats: "CommandstatsService"  # commandstats history (commandstats/)
+    cve: "CveService"  # CVE and end-of-life scanning (cve/)
+    anomaly: "AnomalyService"  # anomaly detection and correlated groups (anomaly/)
     live_state: "LiveState"
-    observer: "Observer"
+    pipe: "Pipe"  # where every observation and fact enters (compose.py lists its consumers)
     instance_health: "InstanceHealth"
     supervisor: "PollSupervisor"
     webhooks: "WebhookService"
     webhook_worker: "DeliveryWorker"  # attempts, outcomes and the retry queue
     webhook_dispatcher: "WebhookDispatcher"  # bus events -> deliveries
-    prometheus: "PrometheusService"  # the registry: scrape and OTLP export
     otlp_stats: "ExportStats"  # both OTLP exports' own outcomes (svc_otlp_export_*)
     otlp_transport: "OtlpTransport | None"  # None: no endpoint, or OTEL_TELEMETRY_ENABLED off
     event_exporter: "EventExporter | None"  # events as OTLP logs; None when that is off
-    metrics_exporter: "MetricsExporter | None"  # the registry over OTLP; None when export is off
     metrics_receiver: "MetricsReceiver"  # POST /v1/external/metrics: push connections' pipe
     discovery: "DiscoveredInstances"  # unregistered OTLP pushers, offered for registration
     traces: "TraceService"  # POST /v1/traces: stored spans, the AI Traces view (traces/)
@@ -103,14 +106,13 @@ class Features:
     slowlog: "SlowlogService"
     audit: "AuditService"
     client_analytics: "ClientAnalyticsService"
-    live_metrics: "LiveMetricsService"
-    commandstats: "CommandstatsService"
+    live: "LiveMetricsService"  # live reads of /api/metrics/* (live/)
     latency: "LatencyService"
     clusters: "ClusterService"
     cli: "CliService"  # the browser CLI's sessions (console/cli/)
     monitor: "MonitorService"  # MONITOR captures (console/monitor/)
-    cve: "CveService"  # CVE and end-of-life scanning (cve/)
     forecast: "ForecastService"  # capacity forecasts and their limit alerts (forecast/)
     key_analytics: "KeyAnalyticsService"  # key patterns, sizes, hot keys (key_analytics/)
-    anomaly: "AnomalyService"  # anomaly detection and correlated groups (anomaly/)
     retention: "HistoryRetention"
+    prometheus: "PrometheusService"  # the registry: scrape and OTLP export
+    metrics_exporter: "MetricsExporter | None"  # the registry over OTLP; None when export is off

@@ -9,7 +9,7 @@ import pytest
 from svc_monitor.anomaly.detectors import METRICS, READY_AT
 from svc_monitor.anomaly.feeds import FEED_METRICS
 from svc_monitor.engine.info import parse_info
-from svc_monitor.polling.models import Observation
+from svc_monitor.pipe.observation import Observation
 from tests.anomaly.info import START_MS, info_text, rewrite, steady_load
 from tests.fixtures.app import AppFactory, RunningApp
 from tests.fixtures.licensing import SigningKey
@@ -35,13 +35,13 @@ async def push_connection(app: RunningApp, port: int = 6392) -> str:
 
 async def one_group(app: RunningApp, connection_id: str, server: RunningServer) -> None:
     """Two minutes of steady load, then memory jumps and clients fall for 3 samples."""
-    anomaly = app.app.state.features.anomaly
+    anomaly = app.app.state.services.anomaly
     text = info_text(server)
     for i, info in enumerate(steady_load(text, 120, seed=3)):
-        anomaly.watch(Observation(connection_id, START_MS + i * 1000, info))
+        anomaly.observe(Observation(connection_id, START_MS + i * 1000, info))
     odd = parse_info(rewrite(text, {"used_memory": 90_000_000, "connected_clients": 1}))
     for i in range(120, 123):
-        anomaly.watch(Observation(connection_id, START_MS + i * 1000, odd))
+        anomaly.observe(Observation(connection_id, START_MS + i * 1000, odd))
     assert await anomaly.flush(everything=True) == 1
 
 
@@ -104,9 +104,9 @@ class TestRoutes:
         # The INFO metrics, then the slow log's and latency's (listed before their first read).
         assert len(empty["buffers"]) == len(METRICS) + len(FEED_METRICS) >= 20
         assert all(b["samples"] == 0 and not b["ready"] for b in empty["buffers"])
-        anomaly = pro.app.state.features.anomaly
+        anomaly = pro.app.state.services.anomaly
         for i, info in enumerate(steady_load(info_text(valkey_server), READY_AT, seed=4)):
-            anomaly.watch(Observation(connection, START_MS + i * 1000, info))
+            anomaly.observe(Observation(connection, START_MS + i * 1000, info))
         body = await get(pro, "/api/anomaly/buffers", connection)
         buffers = {b["metric"]: b for b in body["buffers"]}
         assert body["readyAt"] == READY_AT
@@ -132,8 +132,8 @@ async def test_turned_off_detects_nothing_and_answers_404(
     async with memory_app_factory(
         NODE_ENV="development", SVC_OFFLINE_LICENSE=licence, ANOMALY_DETECTION_ENABLED=False
     ) as app:
-        anomaly = app.app.state.features.anomaly
-        assert anomaly.watch not in app.services.observer.watchers
+        anomaly = app.app.state.services.anomaly
+        assert anomaly not in app.services.pipe.consumers
         answer = await app.client.get("/api/anomaly/groups")
     assert answer.status_code == 404
     assert "ANOMALY_DETECTION_ENABLED" in answer.json()["message"]

@@ -15,7 +15,7 @@ import valkey
 
 from svc_monitor.anomaly.service import FLUSH_EVERY_S, AnomalyService
 from svc_monitor.engine.info import parse_info
-from svc_monitor.polling.models import Observation
+from svc_monitor.pipe.observation import Observation
 from tests.anomaly.info import START_MS, info_text
 from tests.fixtures.app import AppFactory, RunningApp
 from tests.fixtures.licensing import SigningKey
@@ -45,7 +45,7 @@ class Node:
     def observe(self) -> None:
         info = parse_info(info_text(self.server))
         at = START_MS + self.second * 1000
-        self.anomaly.watch(Observation(self.connection_id, at, info, pushed=True))
+        self.anomaly.observe(Observation(self.connection_id, at, info, pushed=True))
         self.second += 1
 
 
@@ -55,7 +55,7 @@ async def node(app: RunningApp, server: RunningServer, port: int) -> Node:
         json={"source": "push", "name": f"node-{port}", "host": "10.9.9.7", "port": port},
     )
     assert made.status_code == 201, made.text
-    return Node(app.app.state.features.anomaly, made.json()["id"], server)
+    return Node(app.app.state.services.anomaly, made.json()["id"], server)
 
 
 async def settled() -> None:

@@ -18,7 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from svc_monitor.anomaly.service import AnomalyService
 from svc_monitor.engine.info import parse_info
-from svc_monitor.polling.models import Observation
+from svc_monitor.pipe.observation import Observation
 from tests.anomaly.info import START_MS, info_text
 from tests.fixtures.app import AppFactory, RunningApp
 from tests.fixtures.licensing import SigningKey
@@ -84,7 +84,7 @@ class Feeder:
     def observe(self) -> None:
         info = parse_info(info_text(self.server))
         at = START_MS + self.second * 1000
-        self.anomaly.watch(Observation(self.connection_id, at, info, pushed=True))
+        self.anomaly.observe(Observation(self.connection_id, at, info, pushed=True))
         self.second += 1
 
 
@@ -109,7 +109,7 @@ class TestMemoryPressure:
         )
         assert hook.status_code == 201, hook.text
         connection = await push_connection(pro)
-        anomaly = pro.app.state.features.anomaly
+        anomaly = pro.app.state.services.anomaly
         feeder = Feeder(anomaly, connection, small)
         client = small.client()
         # instantaneous_ops_per_sec is the server's own, over its last 1.6 s of real time:
@@ -202,7 +202,7 @@ class TestRegistryChanges:
         """The loop reads ConnectionsChanged up to a second late: creating a connection
         must not throw away the samples its first second already brought."""
         connection = await push_connection(pro)  # publishes ConnectionsChanged
-        anomaly = pro.app.state.features.anomaly
+        anomaly = pro.app.state.services.anomaly
         feeder = Feeder(anomaly, connection, small)
         feeder.observe()
         feeder.observe()

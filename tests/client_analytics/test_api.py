@@ -15,8 +15,10 @@ from svc_monitor.engine.capabilities import Capabilities, EngineIdentity
 from svc_monitor.engine.client import EngineClient, EngineTarget
 from svc_monitor.engine.info import parse_info
 from svc_monitor.pipe.live_state import LiveState
+from svc_monitor.pipe.observation import Observation
+from svc_monitor.pipe.pipe import Pipe
 from svc_monitor.polling.clients_poll import ClientsPoller
-from svc_monitor.polling.models import Observation, PollTarget
+from svc_monitor.polling.models import PollTarget
 from svc_monitor.storage.database import Database
 from tests.fixtures.app import AppFactory, RunningApp, make_settings
 from tests.fixtures.servers import RunningServer, ServerFactory
@@ -165,7 +167,8 @@ class TestExpensiveCallRule:
         )
         live = LiveState()
         analytics = ClientAnalyticsService(ClientSnapshotStore(db))
-        poller = ClientsPoller(analytics, live)
+        pipe = Pipe(observation_consumers=[live], facts_consumers=[live])
+        poller = ClientsPoller(analytics, pipe=pipe, live_state=live)
         connection = Connection(
             id="c", name="c", host=server.host, port=server.port, username="default",
             password=None, tls=False, db=0, db_type="auto", ssh_tunnel=None, is_default=True,

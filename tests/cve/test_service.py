@@ -24,7 +24,7 @@ FAKE = "CVE-2099-0001"
 
 
 def scanner(app: RunningApp) -> CveService:
-    cve: CveService = app.app.state.features.cve
+    cve: CveService = app.app.state.services.cve
     return cve
 
 
@@ -213,7 +213,6 @@ class TestPolledRescans:
                 scanner(app).source,
                 connections=app.services.connections,
                 bus=app.services.bus,
-                held_version=lambda _: None,
                 update_interval_ms=86_400_000,
                 clock=clock,
             )
@@ -226,16 +225,16 @@ class TestPolledRescans:
                 dataclasses.replace(observation, node="10.0.0.9:7000"),
                 dataclasses.replace(observation, pushed=True),
             ):
-                cve.watch(ignored)
+                cve.observe(ignored)
             before = await scanned_at()
             await cve.scan_due()
             assert await scanned_at() == before
-            cve.watch(observation)
+            cve.observe(observation)
             await cve.scan_due()
             first = await scanned_at()
             assert first == int(clock.now * 1000)
             clock.now += 6 * 3600 - 1
-            cve.watch(observation)  # same version: nothing to do
+            cve.observe(observation)  # same version: nothing to do
             await cve.scan_due()
             assert await scanned_at() == first
             clock.now += 1

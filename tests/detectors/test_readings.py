@@ -10,7 +10,7 @@ import valkey
 from svc_monitor.detectors.readings import ReadingsDetector
 from svc_monitor.engine.info import parse_info
 from svc_monitor.events import ClientsReading, EventBus, MemoryReading, ReplicationReading
-from svc_monitor.polling.models import Observation
+from svc_monitor.pipe.observation import Observation
 from tests.detectors.helpers import BusWatcher
 from tests.fixtures.app import AppFactory, RunningApp
 from tests.fixtures.servers import RunningServer, ServerFactory

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from svc_monitor.engine.info import parse_info
-from svc_monitor.polling.models import Observation
+from svc_monitor.pipe.observation import Observation
 from tests.fixtures.app import RunningApp
 
 MB = 1024 * 1024
@@ -64,7 +64,7 @@ async def record(
     times = [end - (samples - 1 - i) * every_ms for i in range(samples)]
     for i, at in enumerate(times):
         info = parse_info(rewrite(base, fields(i)))
-        await app.services.metrics.record(Observation(connection_id, at, info))
+        await app.services.metrics.observe(Observation(connection_id, at, info))
     return times
 
 

@@ -427,7 +427,7 @@ class TestOff:
         self, fleet: Fleet, otlp_receiver: OtlpReceiver, overrides: dict[str, Any]
     ):
         async with exporting_app(fleet, otlp_receiver, **overrides) as running:
-            assert running.services.metrics_exporter is None
+            assert running.app.state.features.metrics_exporter is None
             await asyncio.sleep(2.5)  # two and a half intervals
             scraped = await scrape(running)
         assert otlp_receiver.requests == []

@@ -274,10 +274,14 @@ async def test_engine_versions_follow_the_spec_and_tell_the_cve_hook(
     connection_id = await register(app)
     scans: list[tuple[str, str, str]] = []
 
+    cve = app.services.cve
+    told_cve = cve.on_pushed_version
+
     async def scanner(cid: str, engine: str, version: str) -> None:
         scans.append((cid, engine, version))
+        await told_cve(cid, engine, version)
 
-    app.services.metrics_receiver.version_watchers.append(scanner)
+    cve.on_pushed_version = scanner  # type: ignore[method-assign,assignment]
 
     async def version() -> dict[str, Any]:
         read = (await app.client.get(f"/api/connections/{connection_id}")).json()

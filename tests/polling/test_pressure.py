@@ -4,8 +4,8 @@ import pytest
 
 from svc_monitor.engine.info import parse_info
 from svc_monitor.pipe.live_state import LiveState
+from svc_monitor.pipe.observation import Observation
 from svc_monitor.pipe.pressure import pressure_reason, reading
-from svc_monitor.polling.models import Observation
 
 
 def observed(

@@ -1,7 +1,7 @@
 """Anomaly detection (Pro): z-score and rule detectors on every INFO observation, their
 detections correlated into groups, stored, and one `anomaly.detected` per group.
 
-`watch` is an Observer watcher (polling/observe.py): synchronous and cheap, it runs the
+`observe` is a consumer of the pipe (pipe/pipe.py): synchronous and cheap, it runs the
 connection's detectors (detectors.py) and puts what they find into the connection's open
 correlation window. A window closes once an observation of the same connection is
 CORRELATION_WINDOW_MS (5 s) past its latest detection (the peer counts from the first:
@@ -44,7 +44,7 @@ from svc_monitor.pipe.facts import (
     LatencyFacts,
     SlowlogFacts,
 )
-from svc_monitor.polling.models import Observation
+from svc_monitor.pipe.observation import Observation
 from svc_monitor.runtime_settings.service import RuntimeSettingsService
 
 logger = logging.getLogger(__name__)
@@ -131,8 +131,8 @@ class AnomalyService:
 
     # --- the pipe ---
 
-    def watch(self, observation: Observation) -> None:
-        """Judge one observation (an Observer watcher); cluster nodes' own are left out."""
+    def observe(self, observation: Observation) -> None:
+        """Judge one observation (as a pipe consumer); cluster nodes' own are left out."""
         if not self._enabled or observation.node is not None or not self._allowed():
             return
         connection_id = observation.connection_id
@@ -143,8 +143,8 @@ class AnomalyService:
         at = observation.received_at_ms
         self._collect(connection_id, at, detectors.observe(observation.info, at))
 
-    def watch_facts(self, connection_id: str, facts: Facts) -> None:
-        """Judge another poll's facts (a LiveState fact watcher): the slow log, latency,
+    def observe_facts(self, connection_id: str, facts: Facts) -> None:
+        """Judge another poll's facts (as a pipe consumer): the slow log, latency,
         commandstats and CLUSTER INFO (feeds.py)."""
         if not self._enabled or not isinstance(facts, FEEDS) or not self._allowed():
             return

@@ -1,7 +1,9 @@
-"""The ACL audit trail (written by the audit poll, read by the API) and the live ACL LOG."""
+"""The ACL audit trail (fed by the audit poll, read by the API), the denials it announces
+(audit/denials.py), and the live ACL LOG."""
 
 from typing import Any
 
+from svc_monitor.audit.denials import Fingerprint, denied, fingerprint
 from svc_monitor.audit.schemas import (
     AclLogEntryRead,
     AuditEntry,
@@ -17,16 +19,39 @@ from svc_monitor.engine.client import EngineClient
 from svc_monitor.engine.errors import EngineError
 from svc_monitor.engine.info import parse_version
 from svc_monitor.errors import NotSupported, Unavailable
+from svc_monitor.events import EventBus
 
 # The server keeps 128 entries by default (acllog-max-len); asking for more costs nothing.
 POLL_COUNT = 128
 
 
 class AuditService:
-    """Stores ACL LOG entries once each and answers audit queries per connection."""
+    """Stores ACL LOG entries once each, announces new denials, and answers audit queries
+    per connection."""
 
-    def __init__(self, store: AuditStore) -> None:
+    def __init__(self, store: AuditStore, bus: EventBus) -> None:
         self._store = store
+        self._bus = bus
+        self._last: dict[str, Fingerprint] = {}
+
+    async def observe_log(
+        self, connection_id: str, entries: list[AclLogEntry], *, captured_at: int
+    ) -> None:
+        """One ACL LOG read: keep what is new, and publish its denials after the baseline."""
+        read = fingerprint(entries, captured_at)
+        baseline = connection_id not in self._last
+        if self._last.get(connection_id) == read:
+            return
+        occurred = await self.record(connection_id, entries, captured_at=captured_at)
+        self._last[connection_id] = read
+        if baseline:
+            return
+        for entry in reversed(occurred):  # oldest first, as they happened
+            self._bus.publish(denied(connection_id, entry, captured_at))
+
+    def forget(self, connection_id: str) -> None:
+        # Removed or edited (maybe to another server): the next read is a new baseline.
+        self._last.pop(connection_id, None)
 
     async def record(
         self, connection_id: str, entries: list[AclLogEntry], *, captured_at: int

@@ -5,9 +5,10 @@ read with CLUSTER NODES from the seed (every TOPOLOGY_REFRESH_S, and whenever a 
 fails), so failovers and added or removed nodes show within a poll or two. Each node is
 reached directly with the seed's credentials and TLS settings; its INFO enters the pipe
 as an Observation tagged with the node's host:port. The seed's CLUSTER INFO is read
-every pass, for the cluster state detector (detectors/cluster_state.py) and live state's
-ClusterFacts; on Valkey 8.0+ so are the slots holding most keys (CLUSTER SLOT-STATS of
-every primary, merged), at most every TOP_SLOTS_REFRESH_S.
+every pass and goes into the pipe as ClusterFacts (for the cluster state detector,
+detectors/cluster_state.py, anomaly detection and Prometheus); on Valkey 8.0+ so are the
+slots holding most keys (CLUSTER SLOT-STATS of every primary, merged), at most every
+TOP_SLOTS_REFRESH_S.
 """
 
 import asyncio
@@ -20,7 +21,6 @@ from svc_monitor.cluster.schemas import ClusterClient, ClusterLogEntry, ClusterN
 from svc_monitor.connections.availability import require_live_feature
 from svc_monitor.connections.models import Connection
 from svc_monitor.connections.service import ConnectionService
-from svc_monitor.detectors.cluster_state import ClusterStateDetector
 from svc_monitor.engine.capabilities import EngineIdentity
 from svc_monitor.engine.client import CLIENT_NAME, EngineClient
 from svc_monitor.engine.clients import parse_client_list
@@ -37,8 +37,8 @@ from svc_monitor.errors import Conflict
 from svc_monitor.events import now_ms
 from svc_monitor.pipe.facts import ClusterFacts
 from svc_monitor.pipe.live_state import LiveState
-from svc_monitor.polling.models import Observation, PollTarget
-from svc_monitor.polling.observe import Observer
+from svc_monitor.pipe.observation import Observation
+from svc_monitor.pipe.pipe import Pipe
 
 logger = logging.getLogger(__name__)
 
@@ -66,14 +66,11 @@ class ClusterService:
         self,
         connections: ConnectionService,
         live_state: LiveState,
-        observer: Observer,
-        *,
-        cluster_state: ClusterStateDetector | None = None,
+        pipe: Pipe,
     ) -> None:
         self._connections = connections
         self._live_state = live_state
-        self._observer = observer
-        self._cluster_state = cluster_state
+        self._pipe = pipe
         # Connections whose user may not run CLUSTER INFO: not asked again until
         # forgotten, or every pass would add a refusal to the ACL log we audit.
         self._cluster_info_refused: set[str] = set()
@@ -85,11 +82,12 @@ class ClusterService:
 
     # --- polling ---
 
-    async def poll(self, target: PollTarget) -> None:
+    async def poll(
+        self, connection: Connection, client: EngineClient, identity: EngineIdentity | None
+    ) -> None:
         """One pass: refresh the topology when due, then INFO from every other node."""
-        if target.identity is None or not target.identity.cluster_enabled:
+        if identity is None or not identity.cluster_enabled:
             return
-        connection = target.connection
         cluster = self._clusters.get(connection.id)
         due = (
             cluster is None
@@ -97,9 +95,9 @@ class ClusterService:
             or (time.monotonic() - cluster.refreshed_at >= TOPOLOGY_REFRESH_S)
         )
         if due:
-            cluster = await self._refresh(connection, target.client, cluster)
+            cluster = await self._refresh(connection, client, cluster)
         assert cluster is not None
-        info = await self._read_cluster_info(connection.id, target.client)
+        info = await self._read_cluster_info(connection.id, client)
         seed = _address(connection.host, connection.port)
         others = [n for n in cluster.nodes if n.address != seed and "fail" not in n.flags]
         limit = asyncio.Semaphore(NODE_CONCURRENCY)
@@ -112,7 +110,7 @@ class ClusterService:
                     cluster.errors[node.address] = exc.message
                     return
                 cluster.errors.pop(node.address, None)
-                await self._observer.observe(
+                await self._pipe.observe(
                     Observation(
                         connection_id=connection.id,
                         received_at_ms=now_ms(),
@@ -123,9 +121,9 @@ class ClusterService:
 
         _, top_slots = await asyncio.gather(
             asyncio.gather(*(poll_node(n) for n in others)),
-            self._read_top_slots(connection, target.identity),
+            self._read_top_slots(connection, identity),
         )
-        self._live_state.put(
+        await self._pipe.put_facts(
             connection.id, ClusterFacts(at_ms=now_ms(), info=info or {}, top_slots=top_slots)
         )
 
@@ -141,10 +139,7 @@ class ClusterService:
             logger.debug("CLUSTER INFO refused on %s: %s", connection_id, exc.message)
             self._cluster_info_refused.add(connection_id)
             return None
-        info = parse_cluster_info(reply)
-        if self._cluster_state is not None:
-            self._cluster_state.observe(connection_id, info, at_ms=now_ms())
-        return info
+        return parse_cluster_info(reply)
 
     async def _read_top_slots(
         self, connection: Connection, identity: EngineIdentity
@@ -204,8 +199,6 @@ class ClusterService:
         self._cluster_info_refused.discard(connection_id)
         self._slot_stats_refused.discard(connection_id)
         self._top_slots.pop(connection_id, None)
-        if self._cluster_state is not None:
-            self._cluster_state.forget(connection_id)
         for key in [k for k in self._clients if k[0] == connection_id]:
             await self._clients.pop(key).close()
 

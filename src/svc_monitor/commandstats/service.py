@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from svc_monitor.commandstats.schemas import CommandStatRead, CommandStatSample
 from svc_monitor.commandstats.store import CommandstatsStore
 from svc_monitor.engine.info import FieldValue, ParsedInfo
+from svc_monitor.pipe.facts import CommandstatsFacts, Facts
 
 _PREFIX = "cmdstat_"
 
@@ -51,6 +52,11 @@ class CommandstatsService:
     def __init__(self, store: CommandstatsStore) -> None:
         self._store = store
         self._latest: dict[str, _Poll] = {}
+
+    async def observe_facts(self, connection_id: str, facts: Facts) -> None:
+        """As a facts consumer of the pipe: INFO commandstats, polled or pushed."""
+        if isinstance(facts, CommandstatsFacts):
+            await self.record(connection_id, facts.info, captured_at=facts.at_ms)
 
     async def record(self, connection_id: str, info: ParsedInfo, *, captured_at: int) -> None:
         previous = self._latest.get(connection_id)

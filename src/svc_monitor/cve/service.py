@@ -1,8 +1,8 @@
 """CVE and end-of-life scanning of every connection's engine version.
 
-Versions arrive through the one pipe: polled INFO observations (`watch`, hooked on the
-Observer: `valkey_version` present means Valkey and is the version scanned; a Valkey's
-`redis_version` 7.2.4 is never used) and the push receiver's version watcher
+Versions arrive through the one pipe: polled INFO observations (`observe`, a consumer of
+the pipe: `valkey_version` present means Valkey and is the version scanned; a Valkey's
+`redis_version` 7.2.4 is never used) and the push receiver's pushed versions
 (`on_pushed_version`, which already applies the spec's 7.2.4 rule). A connection is
 scanned when its version first arrives or changes, every 6 hours, and after a dataset
 update. Each scan replaces the stored one; an advisory not stored before for that
@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from svc_monitor.connections.models import Connection
 from svc_monitor.connections.service import ConnectionService
@@ -35,18 +35,13 @@ from svc_monitor.cve.store import CveStore, StoredScan
 from svc_monitor.cve.updates import DatasetSource
 from svc_monitor.engine.info import detect_engine, engine_version
 from svc_monitor.events import CveDetected, EventBus
-from svc_monitor.polling.models import Observation
-
-if TYPE_CHECKING:
-    from prometheus_client.metrics_core import Metric
+from svc_monitor.pipe.observation import Observation
 
 logger = logging.getLogger(__name__)
 
 RESCAN_EVERY_MS = 6 * 3_600_000  # spec: "every 6 hours"
 TICK_S = 60.0  # the loop's look at due rescans, dataset updates and removed connections
 SEVERITIES = ("critical", "high", "medium", "low")
-# The held version of a push connection: (engine, version or None, attribute it comes from).
-HeldVersion = Callable[[str], tuple[str, str | None, str] | None]
 PUSH_MISSING = "redis.version (for Valkey: valkey.version and db.system.name=valkey)"
 
 
@@ -61,7 +56,7 @@ class _Known:
 
 
 @dataclass(frozen=True, slots=True)
-class _Summary:
+class Summary:
     """What the Prometheus families show for one scanned connection."""
 
     by_severity: Counter[str]
@@ -78,7 +73,6 @@ class CveService:
         *,
         connections: ConnectionService,
         bus: EventBus,
-        held_version: HeldVersion,
         update_interval_ms: int,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -86,13 +80,12 @@ class CveService:
         self.source = source
         self._connections = connections
         self._bus = bus
-        self._held_version = held_version
         self._update_interval_ms = update_interval_ms
         self._clock = clock
         self._known: dict[str, _Known] = {}
         self._due: set[str] = set()
         self._wake = asyncio.Event()
-        self._summaries: dict[str, _Summary] = {}
+        self._summaries: dict[str, Summary] = {}
         self._addresses: dict[str, str] = {}  # connection id -> host:port, the metric label
         self._lock = asyncio.Lock()  # one scan at a time: the new-finding check is read-write
 
@@ -104,8 +97,8 @@ class CveService:
 
     # --- versions in ---
 
-    def watch(self, observation: Observation) -> None:
-        """An Observer hook, on every INFO observation: cheap unless the version moved."""
+    def observe(self, observation: Observation) -> None:
+        """As an observation consumer of the pipe: cheap unless the version moved."""
         if observation.pushed or observation.node is not None:
             return  # push versions come through on_pushed_version; nodes share the seed's
         info = observation.info
@@ -121,10 +114,16 @@ class CveService:
         self._wake.set()
 
     async def on_pushed_version(self, connection_id: str, engine: str, version: str) -> None:
-        """The push receiver's version watcher: first arrival, change, and every 6 h."""
+        """As the push receiver's version consumer: first arrival, change, and every 6 h."""
         checked: Engine = "valkey" if engine == "valkey" else "redis"
         self._known[connection_id] = _Known(checked, version, pushed=True)
         await self.scan(connection_id)
+
+    def forget(self, connection_id: str) -> None:
+        """No longer watched (removed, or edited): the next version seen is scanned afresh.
+        Stored findings stay until the connection is gone, so a rescan finds nothing new."""
+        self._known.pop(connection_id, None)
+        self._due.discard(connection_id)
 
     # --- scanning ---
 
@@ -151,7 +150,7 @@ class CveService:
             )
             known.scanned_at_ms = now
         counted = [f for f in result.findings if f.kind != "end_of_life"]
-        self._summaries[connection_id] = _Summary(
+        self._summaries[connection_id] = Summary(
             Counter(f.severity for f in counted), sum(f.kev for f in counted)
         )
         if connection_id not in self._addresses:
@@ -277,9 +276,10 @@ class CveService:
     def _waiting(self, connection: Connection) -> CveFindingsRead:
         missing = None
         if connection.pushed:
-            held = self._held_version(connection.id)
+            held = self._connections.push_status(connection)
             # Detected as Valkey (db.system.name or valkey.* metrics): only valkey.version.
-            missing = held[2] if held is not None and held[0] == "valkey" else PUSH_MISSING
+            valkey = held is not None and held.engine == "valkey"
+            missing = held.version_attribute if held is not None and valkey else PUSH_MISSING
             message = (
                 f"No engine version has been pushed yet: set the resource attribute {missing} "
                 "with a resource processor in the Collector (action upsert)."
@@ -300,40 +300,22 @@ class CveService:
             dataset=self._dataset_read(),
         )
 
-    # --- Prometheus (no await: a scrape reads memory only) ---
+    # --- what the Prometheus families show (prometheus/families/cve.py) ---
 
-    def collect(self) -> Iterator["Metric"]:
-        from prometheus_client.core import GaugeMetricFamily
-
-        findings = GaugeMetricFamily(
-            "svc_cve_findings",
-            "CVEs and advisories that apply to the connection's engine version, by severity.",
-            labels=["connection", "severity"],
-        )
-        kev = GaugeMetricFamily(
-            "svc_cve_kev",
-            "Findings of the connection that are on CISA's Known Exploited Vulnerabilities list.",
-            labels=["connection"],
-        )
+    def summaries(self) -> Iterator[tuple[str, "Summary"]]:
+        """(host:port, summary) of every scanned connection still registered."""
         for connection_id, summary in self._summaries.items():
             address = self._addresses.get(connection_id)
-            if address is None:
-                continue
-            for severity in SEVERITIES:
-                findings.add_metric([address, severity], summary.by_severity.get(severity, 0))
-            kev.add_metric([address], summary.kev)
-        yield findings
-        yield kev
-        yield GaugeMetricFamily(
-            "svc_cve_dataset_stale",
-            "1 when the CVE dataset is older than CVE_DATASET_MAX_AGE_DAYS.",
-            value=1 if self.source.stale(self._today()) else 0,
-        )
+            if address is not None:
+                yield address, summary
+
+    def dataset_stale(self) -> bool:
+        return self.source.stale(self._today())
 
 
-def _summary_of(stored: StoredScan) -> _Summary:
+def _summary_of(stored: StoredScan) -> Summary:
     counted = [r for r in stored.findings if r.kind != "end_of_life"]
-    return _Summary(Counter(r.severity for r in counted), sum(bool(r.kev) for r in counted))
+    return Summary(Counter(r.severity for r in counted), sum(bool(r.kev) for r in counted))
 
 
 def _url(advisory_id: str, ghsa: str | None) -> str | None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from svc_monitor.detectors.cluster_bus import ClusterBusDetector
 from svc_monitor.events import ClusterStateChanged, EventBus
+from svc_monitor.pipe.facts import ClusterFacts, Facts
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +31,12 @@ class ClusterStateDetector:
         self._bus = bus
         self._seen: dict[str, _Seen] = {}
         self._bus_corruption = ClusterBusDetector(bus)
+
+    def observe_facts(self, connection_id: str, facts: Facts) -> None:
+        """As a facts consumer of the pipe: the seed's CLUSTER INFO of each cluster pass
+        (empty when the user may not run it: nothing to compare)."""
+        if isinstance(facts, ClusterFacts) and facts.info:
+            self.observe(connection_id, facts.info, at_ms=facts.at_ms)
 
     def observe(
         self, connection_id: str, cluster_info: Mapping[str, int | str], *, at_ms: int

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from svc_monitor.detectors.baseline import RollingBaseline
 from svc_monitor.engine.info import ParsedInfo
 from svc_monitor.events import EventBus, LatencyReading
+from svc_monitor.pipe.facts import CommandstatsFacts, Facts
 
 # The smallest rise in mean latency that counts as a spike however steady it is: a few
 # microseconds per call is normal (GET is ~1-2 us server side), so 50 % above normal is
@@ -37,6 +38,11 @@ class LatencyDetector:
         self._bus = bus
         self._totals: dict[str, _Totals] = {}
         self._baselines: dict[str, RollingBaseline] = {}
+
+    def observe_facts(self, connection_id: str, facts: Facts) -> None:
+        """As a facts consumer of the pipe: INFO commandstats, polled or pushed."""
+        if isinstance(facts, CommandstatsFacts):
+            self.record(connection_id, facts.info, at_ms=facts.at_ms)
 
     def record(self, connection_id: str, info: ParsedInfo, *, at_ms: int) -> None:
         totals = _totals(info)

@@ -1,6 +1,6 @@
 """acl.modified and config.changed: who changed a server's users or configuration.
 
-One pass per connection every CONFIG_WATCH_INTERVAL_MS:
+One check per connection every CONFIG_WATCH_INTERVAL_MS (polling/config_watch_poll.py):
 
 - `ACL LIST`, diffed with the previous pass: an `AclModified` per user added, removed, or
   whose rule line changed (a new password changes the line too; the line itself, which
@@ -29,9 +29,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from svc_monitor.config import Settings
 from svc_monitor.engine.capabilities import EngineIdentity, is_refusal
-from svc_monitor.engine.client import CLIENT_NAME
+from svc_monitor.engine.client import CLIENT_NAME, EngineClient
 from svc_monitor.engine.clients import ClientInfo, parse_client_list
 from svc_monitor.engine.errors import EngineError, EngineResponseError
 from svc_monitor.engine.info import ParsedInfo, parse_version
@@ -39,8 +38,6 @@ from svc_monitor.engine.latency import pairs, text
 from svc_monitor.events import AclModified, ConfigChanged, EventBus
 from svc_monitor.pipe.live_state import LiveState
 from svc_monitor.pipe.pressure import pressure_reason
-from svc_monitor.polling.models import PollKind, PollTarget
-from svc_monitor.runtime_settings.schemas import RuntimeSettingsValues
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +55,14 @@ def is_secret_parameter(name: str) -> bool:
     """requirepass, masterauth / primaryauth (Valkey 8), tls-key-file-pass ...: CONFIG GET
     shows them in clear, and an event must not carry them to a webhook."""
     return name.endswith(("pass", "auth"))
+
+
+@dataclass(frozen=True, slots=True)
+class _Server:
+    """The server one check reads."""
+
+    connection_id: str
+    client: EngineClient
 
 
 @dataclass(slots=True)
@@ -83,11 +88,13 @@ class ConfigWatch:
         self._live_state = live_state
         self._watches: dict[str, _Watch] = {}
 
-    async def poll(self, target: PollTarget) -> None:
-        identity = target.identity
+    async def check(
+        self, connection_id: str, client: EngineClient, identity: EngineIdentity | None
+    ) -> None:
         if identity is None:
             return  # not detected yet: whether ACL exists is unknown
-        watch = self._watches.setdefault(target.connection.id, _Watch())
+        target = _Server(connection_id, client)
+        watch = self._watches.setdefault(connection_id, _Watch())
         if watch.identity is not identity:
             watch.identity = identity
             watch.acl_off = watch.config_off = watch.clients_off = False
@@ -97,7 +104,7 @@ class ConfigWatch:
         for change, user in await self._user_changes(target, identity, watch):
             self._bus.publish(
                 AclModified(
-                    connection_id=target.connection.id,
+                    connection_id=target.connection_id,
                     change_type=change,
                     affected_user=user,
                     modified_by=await by.of(_ACL_WRITERS),
@@ -106,7 +113,7 @@ class ConfigWatch:
         for key, old, new in await self._config_changes(target, identity, watch):
             self._bus.publish(
                 ConfigChanged(
-                    connection_id=target.connection.id,
+                    connection_id=target.connection_id,
                     key=key,
                     old_value=old,
                     new_value=new,
@@ -114,23 +121,18 @@ class ConfigWatch:
                 )
             )
 
-    async def forget(self, connection_id: str) -> None:
+    def forget(self, connection_id: str) -> None:
         # Removed or edited (maybe to another server, or given new rights): start over.
         self._watches.pop(connection_id, None)
 
-    def kind(self) -> PollKind:
-        return PollKind(
-            name="config_watch", interval_ms=_interval, poll=self.poll, forget=self.forget
-        )
-
     async def _user_changes(
-        self, target: PollTarget, identity: EngineIdentity, watch: _Watch
+        self, target: _Server, identity: EngineIdentity, watch: _Watch
     ) -> list[tuple[str, str]]:
         # Redis < 6 has no ACL, and a user denied ACL LOG is denied ACL LIST too: asking
         # anyway would put our own refusal in the very log the audit poll reports.
         if watch.acl_off or not identity.capabilities.has_acl_log:
             return []
-        connection_id = target.connection.id
+        connection_id = target.connection_id
         try:
             reply = await target.client.execute("ACL", "LIST")
         except EngineResponseError as exc:
@@ -144,11 +146,11 @@ class ConfigWatch:
         return [] if previous is None else diff_users(previous, users)
 
     async def _config_changes(
-        self, target: PollTarget, identity: EngineIdentity, watch: _Watch
+        self, target: _Server, identity: EngineIdentity, watch: _Watch
     ) -> list[tuple[str, str, str]]:
         if watch.config_off or not identity.capabilities.has_config:
             return []
-        connection_id = target.connection.id
+        connection_id = target.connection_id
         try:
             info = await target.client.info("commandstats")
             whole_command = _counts_whole_command(identity)
@@ -172,7 +174,7 @@ class ConfigWatch:
 class _Attribution:
     """Who made this pass's changes: one CLIENT LIST at most, and only when asked."""
 
-    def __init__(self, target: PollTarget, watch: _Watch, live_state: LiveState) -> None:
+    def __init__(self, target: _Server, watch: _Watch, live_state: LiveState) -> None:
         self._target = target
         self._watch = watch
         self._live_state = live_state
@@ -184,7 +186,7 @@ class _Attribution:
         return modifiers(self._clients, writers)
 
     async def _client_list(self) -> list[ClientInfo]:
-        connection_id = self._target.connection.id
+        connection_id = self._target.connection_id
         if self._watch.clients_off:
             return []
         pressure = pressure_reason(self._live_state, connection_id)
@@ -281,7 +283,3 @@ def _stopped(connection_id: str, command: str, why: str) -> None:
         "%s: %s refused, not asked again until the connection is detected afresh (%s)",
         connection_id, command, why,
     )  # fmt: skip
-
-
-def _interval(_: RuntimeSettingsValues, settings: Settings) -> int:
-    return settings.CONFIG_WATCH_INTERVAL_MS

@@ -8,6 +8,7 @@ sends only some) means no reading, never a reading of 0.
 - ClientsReading: `connected_clients` and `maxclients` (INFO clients has it on Redis 7+
   and Valkey; on Redis 6.2 it is absent and stays None: CONFIG GET is not read for it),
   with the automatic baseline of connected_clients (detectors/baseline.py).
+- SlowlogLength, from the slow log poll's facts (SLOWLOG LEN), when the length was read.
 - ReplicationReading, on a replica (`role:slave`): `master_link_status`, and as lag
   `master_last_io_seconds_ago` while the link is up, `master_link_down_since_seconds`
   while it is down (or the time since we first saw it down, when the server does not
@@ -27,8 +28,10 @@ from svc_monitor.events import (
     EventBus,
     MemoryReading,
     ReplicationReading,
+    SlowlogLength,
 )
-from svc_monitor.polling.models import Observation
+from svc_monitor.pipe.facts import Facts, SlowlogFacts
+from svc_monitor.pipe.observation import Observation
 
 # The smallest rise in connected_clients that counts as a spike however steady the
 # count: on an instance with 3 steady clients, 50 % more is only 1-2 connections.
@@ -57,6 +60,12 @@ class ReadingsDetector:
         ):
             if reading is not None:
                 self._bus.publish(reading)
+
+    def observe_facts(self, connection_id: str, facts: Facts) -> None:
+        if isinstance(facts, SlowlogFacts) and facts.length is not None:
+            self._bus.publish(
+                SlowlogLength(connection_id=connection_id, at_ms=facts.at_ms, length=facts.length)
+            )
 
     def forget(self, connection_id: str) -> None:
         """The connection was removed or edited (maybe to another server): start over."""

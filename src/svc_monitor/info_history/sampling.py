@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from svc_monitor.engine.info import ParsedInfo
-from svc_monitor.polling.models import Observation
+from svc_monitor.pipe.observation import Observation
 
 
 @dataclass(slots=True)

@@ -20,7 +20,7 @@ from svc_monitor.info_history.schemas import (
     MonitorLoad,
 )
 from svc_monitor.info_history.store import SERIES, MetricsStore, memory_snapshots
-from svc_monitor.polling.models import Observation
+from svc_monitor.pipe.observation import Observation
 
 logger = logging.getLogger(__name__)
 
@@ -37,7 +37,8 @@ class MetricsService:
         # catch-up pass after start is over.
         self.rollup_passes = 0
 
-    async def record(self, observation: Observation) -> None:
+    async def observe(self, observation: Observation) -> None:
+        """As an observation consumer of the pipe: keep a sampled row when one is due."""
         if observation.node is not None or not self._sampler.due(observation):
             return
         memory, stats = self._sampler.rows(observation)

@@ -9,7 +9,7 @@ from svc_monitor.live.service import LiveMetricsService
 
 
 def get_live_metrics(features: FeaturesDep) -> LiveMetricsService:
-    return features.live_metrics
+    return features.live
 
 
 LiveMetricsDep = Annotated[LiveMetricsService, Depends(get_live_metrics)]

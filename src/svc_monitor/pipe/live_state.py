@@ -1,12 +1,11 @@
 """The latest Observation of every connection: what is true now, for live views,
 Prometheus at scrape time and detectors. Kept in memory only."""
 
-from collections.abc import Callable
 from typing import TypeVar
 
 from svc_monitor.pipe.facts import Facts
+from svc_monitor.pipe.observation import Observation
 from svc_monitor.pipe.poll_counts import PollCounts
-from svc_monitor.polling.models import Observation
 
 F = TypeVar("F", bound=Facts)
 
@@ -23,9 +22,14 @@ class LiveState:
         # Each connection's cluster nodes, so a scrape finds them without walking every key.
         self._nodes: dict[str, dict[str, None]] = {}
         self.polls = PollCounts()
-        # Told of every fact as it is put (anomaly detection judges the slow log, latency,
-        # commandstats and CLUSTER INFO this way, polled or pushed): synchronous and cheap.
-        self.fact_watchers: list[Callable[[str, Facts], None]] = []
+
+    def observe(self, observation: Observation) -> None:
+        """As the pipe's first observation consumer."""
+        self.update(observation)
+
+    def observe_facts(self, connection_id: str, facts: Facts) -> None:
+        """As the pipe's first facts consumer."""
+        self.put(connection_id, facts)
 
     def update(self, observation: Observation) -> None:
         key = (observation.connection_id, observation.node)
@@ -47,8 +51,6 @@ class LiveState:
 
     def put(self, connection_id: str, facts: Facts) -> None:
         self._facts[(connection_id, type(facts))] = facts
-        for watch in self.fact_watchers:
-            watch(connection_id, facts)
 
     def facts(self, connection_id: str, kind: type[F]) -> F | None:
         found = self._facts.get((connection_id, kind))

@@ -16,7 +16,7 @@ The skip lasts only as long as the reading: the next pass asks again.
 """
 
 from svc_monitor.pipe.live_state import LiveState
-from svc_monitor.polling.models import Observation
+from svc_monitor.pipe.observation import Observation
 
 CPU_LIMIT_PERCENT = 80.0
 ROUND_TRIP_LIMIT_MS = 100.0

@@ -6,7 +6,7 @@ INFO polls). Before the first INFO poll, a cheap `INFO clients` decides on the c
 count alone. Entering and leaving that state is logged once each, at debug level. The
 monitor's own connections (named `svc-monitor`) are not stored.
 
-Each read also leaves its counts in live state (ClientFacts) for Prometheus: every
+Each read also hands its counts to the pipe (ClientFacts) for Prometheus: every
 client the server listed, the monitor's own included, so the total matches INFO's
 connected_clients. A skipped pass leaves the previous counts (their at_ms tells).
 """
@@ -20,6 +20,7 @@ from svc_monitor.engine.clients import ClientInfo, parse_client_list
 from svc_monitor.events import now_ms
 from svc_monitor.pipe.facts import ClientFacts
 from svc_monitor.pipe.live_state import LiveState
+from svc_monitor.pipe.pipe import Pipe
 from svc_monitor.pipe.pressure import MAX_CLIENTS, pressure_reason
 from svc_monitor.polling.models import PollKind, PollTarget
 from svc_monitor.runtime_settings.schemas import RuntimeSettingsValues
@@ -30,9 +31,12 @@ logger = logging.getLogger(__name__)
 class ClientsPoller:
     """Feeds client analytics from CLIENT LIST every `clientAnalyticsPollIntervalMs`."""
 
-    def __init__(self, analytics: ClientAnalyticsService, live_state: LiveState) -> None:
+    def __init__(
+        self, analytics: ClientAnalyticsService, *, pipe: Pipe, live_state: LiveState
+    ) -> None:
         self._analytics = analytics
-        self._live_state = live_state
+        self._pipe = pipe
+        self._live_state = live_state  # the last INFO reads, for the pressure rule
         self._skipping: set[str] = set()
         # The most clients one read listed, per connection, since the service started.
         self._peak: dict[str, int] = {}
@@ -53,7 +57,7 @@ class ClientsPoller:
         reply = await target.client.execute("CLIENT", "LIST")
         at = now_ms()
         clients = parse_client_list(reply)
-        self._live_state.put(connection_id, self._client_facts(connection_id, clients, at))
+        await self._pipe.put_facts(connection_id, self._client_facts(connection_id, clients, at))
         await self._analytics.record(connection_id, clients, at=at)
 
     def _client_facts(self, connection_id: str, clients: list[ClientInfo], at: int) -> ClientFacts:

@@ -2,14 +2,15 @@
 
 from svc_monitor.cluster.service import ClusterService
 from svc_monitor.config import Settings
-from svc_monitor.polling.models import PollKind
+from svc_monitor.polling.models import PollKind, PollTarget
 from svc_monitor.runtime_settings.schemas import RuntimeSettingsValues
 
 
 def cluster_kind(clusters: ClusterService) -> PollKind:
-    return PollKind(
-        name="cluster", interval_ms=_interval, poll=clusters.poll, forget=clusters.forget
-    )
+    async def poll(target: PollTarget) -> None:
+        await clusters.poll(target.connection, target.client, target.identity)
+
+    return PollKind(name="cluster", interval_ms=_interval, poll=poll, forget=clusters.forget)
 
 
 def _interval(values: RuntimeSettingsValues, _: Settings) -> int:

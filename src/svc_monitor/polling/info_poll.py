@@ -1,4 +1,4 @@
-"""One INFO pass: read INFO raw, parse it once, observe it."""
+"""One INFO pass: read INFO raw, parse it once, hand it to the pipe."""
 
 import time
 
@@ -6,17 +6,18 @@ from svc_monitor.config import Settings
 from svc_monitor.connections.service import ConnectionService
 from svc_monitor.engine.errors import EngineError
 from svc_monitor.events import now_ms
-from svc_monitor.polling.models import Observation, PollKind, PollTarget
-from svc_monitor.polling.observe import Observer
+from svc_monitor.pipe.observation import Observation
+from svc_monitor.pipe.pipe import Pipe
+from svc_monitor.polling.models import PollKind, PollTarget
 from svc_monitor.runtime_settings.schemas import RuntimeSettingsValues
 
 
 class InfoPoller:
     """Reads INFO (default sections) and feeds the pipe; its failures decide up/down."""
 
-    def __init__(self, connections: ConnectionService, observer: Observer) -> None:
+    def __init__(self, connections: ConnectionService, pipe: Pipe) -> None:
         self._connections = connections
-        self._observer = observer
+        self._pipe = pipe
 
     async def poll(self, target: PollTarget) -> None:
         if target.identity is None:
@@ -29,7 +30,7 @@ class InfoPoller:
             # Forget the identity: the instance may come back upgraded or replaced.
             self._connections.mark_down(target.connection, exc)
             raise
-        await self._observer.observe(
+        await self._pipe.observe(
             Observation(
                 connection_id=target.connection.id,
                 received_at_ms=now_ms(),
@@ -40,11 +41,7 @@ class InfoPoller:
 
     def kind(self) -> PollKind:
         return PollKind(
-            name="info",
-            interval_ms=_info_interval,
-            poll=self.poll,
-            decides_health=True,
-            forget=self._observer.forget,
+            name="info", interval_ms=_info_interval, poll=self.poll, decides_health=True
         )
 
 

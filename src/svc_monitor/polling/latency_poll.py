@@ -11,7 +11,7 @@ from svc_monitor.engine.latency import parse_latency_histogram, parse_latency_la
 from svc_monitor.events import now_ms
 from svc_monitor.latency.service import LatencyService
 from svc_monitor.pipe.facts import LatencyFacts
-from svc_monitor.pipe.live_state import LiveState
+from svc_monitor.pipe.pipe import Pipe
 from svc_monitor.polling.models import PollKind, PollTarget
 from svc_monitor.runtime_settings.schemas import RuntimeSettingsValues
 
@@ -19,12 +19,12 @@ logger = logging.getLogger(__name__)
 
 
 class LatencyPoller:
-    """Reads the latency monitor into latency history and live state (for anomaly
-    detection); skipped where the engine lacks it."""
+    """Reads the latency monitor into latency history and the pipe (for anomaly detection
+    and Prometheus); skipped where the engine lacks it."""
 
-    def __init__(self, latency: LatencyService, *, live_state: LiveState | None = None) -> None:
+    def __init__(self, latency: LatencyService, *, pipe: Pipe) -> None:
         self._latency = latency
-        self._live_state = live_state
+        self._pipe = pipe
 
     async def poll(self, target: PollTarget) -> None:
         identity = target.identity
@@ -49,8 +49,9 @@ class LatencyPoller:
             if histogram is None or isinstance(histogram, EngineError)
             else parse_latency_histogram(histogram),
         )
-        if self._live_state is not None and not isinstance(latest, EngineError):
-            self._live_state.put(target.connection.id, LatencyFacts(captured_at, tuple(events)))
+        if not isinstance(latest, EngineError):
+            facts = LatencyFacts(captured_at, tuple(events))
+            await self._pipe.put_facts(target.connection.id, facts)
 
     async def forget(self, connection_id: str) -> None:
         # Removed or edited: the next poll reads the last stored spike times again.

@@ -1,5 +1,6 @@
-"""SLOWLOG and COMMANDLOG passes: read the newest entries, store the new ones, and leave
-their facts (lengths, newest id, patterns) in live state for Prometheus."""
+"""SLOWLOG and COMMANDLOG passes: read the newest entries, store the new ones, and hand
+their facts (lengths, newest id, patterns) to the pipe: Prometheus reads them from live
+state, the slowlog.threshold reading and anomaly detection judge them."""
 
 import logging
 from collections.abc import Sequence
@@ -8,9 +9,9 @@ from typing import Any, TypeAlias
 from svc_monitor.config import Settings
 from svc_monitor.engine.errors import EngineError, EngineResponseError
 from svc_monitor.engine.slowlog import FETCH_COUNT, LOG_TYPES, LogEntry, LogType, parse_log_reply
-from svc_monitor.events import EventBus, SlowlogLength, now_ms
+from svc_monitor.events import now_ms
 from svc_monitor.pipe.facts import CommandlogFacts, PatternCount, SlowlogFacts
-from svc_monitor.pipe.live_state import LiveState
+from svc_monitor.pipe.pipe import Pipe
 from svc_monitor.polling.models import PollKind, PollTarget
 from svc_monitor.runtime_settings.schemas import RuntimeSettingsValues
 from svc_monitor.slowlog.command_patterns import analyze
@@ -30,12 +31,9 @@ _PatternMemo: TypeAlias = dict[tuple[str, LogType | None], tuple[_LogKey, tuple[
 class LogPoller:
     """The `slowlog` and `commandlog` poll kinds of every connection."""
 
-    def __init__(
-        self, slowlog: SlowlogService, *, live_state: LiveState, bus: EventBus | None = None
-    ) -> None:
+    def __init__(self, slowlog: SlowlogService, *, pipe: Pipe) -> None:
         self._slowlog = slowlog
-        self._live_state = live_state
-        self._bus = bus
+        self._pipe = pipe
         # Connections that refused SLOWLOG LEN: not asked again until forgotten, since
         # each refusal of a NOPERM user would add an entry to the ACL log we audit.
         self._length_refused: set[str] = set()
@@ -63,13 +61,9 @@ class LogPoller:
             await self._slowlog.record(
                 connection_id, node=target.client.target.address, log_type=None, entries=entries
             )
-        if length is not None and self._bus is not None:
-            self._bus.publish(
-                SlowlogLength(connection_id=connection_id, at_ms=now_ms(), length=length)
-            )
         if entries is None and length is None:
             return
-        self._live_state.put(
+        await self._pipe.put_facts(
             connection_id,
             SlowlogFacts(
                 at_ms=now_ms(),
@@ -117,7 +111,7 @@ class LogPoller:
             )
         large_request, large_reply = lengths[1:]
         if isinstance(large_request, int) and isinstance(large_reply, int):
-            self._live_state.put(
+            await self._pipe.put_facts(
                 connection_id,
                 CommandlogFacts(
                     at_ms=now_ms(),

@@ -1,4 +1,4 @@
-"""What pollers exchange: the Observation of one INFO read, and the plug-in shape of a poll."""
+"""The plug-in shape of a poll: what one pass needs, and how often it runs."""
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -7,24 +7,7 @@ from svc_monitor.config import Settings
 from svc_monitor.connections.models import Connection
 from svc_monitor.engine.capabilities import EngineIdentity
 from svc_monitor.engine.client import EngineClient
-from svc_monitor.engine.info import ParsedInfo
 from svc_monitor.runtime_settings.schemas import RuntimeSettingsValues
-
-
-@dataclass(frozen=True, slots=True)
-class Observation:
-    """INFO-shaped facts about one instance: `info.get(section, field)`, received at one time.
-
-    Pushed instances (OTLP) fill only what was pushed; a missing field is absent,
-    never 0.
-    """
-
-    connection_id: str
-    received_at_ms: int
-    info: ParsedInfo
-    node: str | None = None  # host:port of a cluster node; None for the connection itself
-    round_trip_ms: float | None = None  # how long the INFO took to answer, when polled
-    pushed: bool = False  # from the OTLP receiver: only the fields a Collector sent
 
 
 @dataclass(frozen=True, slots=True)

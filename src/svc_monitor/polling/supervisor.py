@@ -25,6 +25,7 @@ from svc_monitor.events import (
 )
 from svc_monitor.pipe.health import InstanceHealth
 from svc_monitor.pipe.live_state import LiveState
+from svc_monitor.pipe.pipe import Pipe
 from svc_monitor.polling.loop import PollLoop
 from svc_monitor.polling.models import PollKind, PollTarget
 from svc_monitor.runtime_settings.schemas import RuntimeSettingsValues
@@ -55,6 +56,7 @@ class PollSupervisor:
         settings: Settings,
         bus: EventBus,
         health: InstanceHealth,
+        pipe: Pipe,
         live_state: LiveState,
         kinds: Sequence[PollKind],
     ) -> None:
@@ -63,7 +65,8 @@ class PollSupervisor:
         self._settings = settings
         self._bus = bus
         self._health = health
-        self._live_state = live_state
+        self._pipe = pipe
+        self._live_state = live_state  # its poll counts
         self._kinds = list(kinds)
         self._polled: dict[str, _Polled] = {}
         self._values: RuntimeSettingsValues | None = None
@@ -155,8 +158,9 @@ class PollSupervisor:
         await asyncio.gather(*polled.tasks, return_exceptions=True)
         self._health.forget(connection_id)
         # Removed, or edited (maybe to another server): its observations, facts and poll
-        # counts go, so neither live views nor a scrape show a connection that is gone.
-        self._live_state.forget(connection_id)
+        # counts go, so neither live views nor a scrape show a connection that is gone,
+        # and every detector starts over.
+        self._pipe.forget(connection_id)
         for kind in self._kinds:
             if kind.forget is not None:
                 await kind.forget(connection_id)

@@ -465,7 +465,8 @@ POLL_DURATION = Family(
 # The service's own process (prometheus/process.py) and exporters (otlp/export/stats.py).
 
 
-# The CVE scanner's (cve/service.py), per scanned connection; end-of-life is not counted.
+# The CVE scanner's (prometheus/families/cve.py), per scanned connection; end-of-life is
+# not counted.
 CVE_FINDINGS = _gauge(
     "svc_cve_findings",
     "CVEs and advisories that apply to the connection's engine version, by severity.",
@@ -480,6 +481,13 @@ CVE_KEV = _gauge(
 def _own(name: str, kind: Kind, help: str, *labels: str) -> Family:
     return Family(name, kind, help, labels, per_connection=False)
 
+
+# The CVE scanner's dataset (prometheus/families/cve.py).
+CVE_DATASET_STALE = _own(
+    "svc_cve_dataset_stale",
+    "gauge",
+    "1 when the CVE dataset is older than CVE_DATASET_MAX_AGE_DAYS.",
+)
 
 OWN = (
     _own("svc_process_cpu_seconds", "counter", "CPU time of svc-monitor (user + system)."),
@@ -519,12 +527,7 @@ OWN = (
         "Unix time of the last OTLP export request of a signal that succeeded.",
         "signal",
     ),
-    # The CVE scanner's dataset (cve/service.py).
-    _own(
-        "svc_cve_dataset_stale",
-        "gauge",
-        "1 when the CVE dataset is older than CVE_DATASET_MAX_AGE_DAYS.",
-    ),
+    CVE_DATASET_STALE,
     # The metrics receiver's (otlp/ingest/counts.py), full profile only.
     Family(
         "svc_otlp_metric_points_accepted",

@@ -2,8 +2,9 @@
 
 The scrape is the source of truth and the export mirrors it, so both read the same
 `families()`: the connection families built from live state at that moment
-(prometheus/collector.py), then the service's own (process, garbage collector, and
-whatever else registered itself with `add`, such as the exporters' own counters).
+(prometheus/collector.py), then the process's own (process, garbage collector), then
+the collectors app.py lists when it builds this service (the exporters' own counters,
+the detectors' families under prometheus/families/).
 """
 
 import contextlib
@@ -33,21 +34,18 @@ class PrometheusService:
         settings: Settings,
         *,
         pushed_connections: Callable[[], Sequence[Connection]] = list,
+        collectors: Sequence["Collector"] = (),
     ) -> None:
         self._connections = connections
         self._pushed_connections = pushed_connections
         self._live_state = live_state
         self._settings = settings
-        self._own: list[Collector] = []
-        self._own_ready = False
+        self._collectors = tuple(collectors)
+        self._process: tuple[Collector, ...] | None = None
 
     @property
     def full_profile(self) -> bool:
         return self._settings.METRICS_EXPORT_PROFILE == "full"
-
-    def add(self, collector: "Collector") -> None:
-        """Register a collector of the service's own families (no `connection` label)."""
-        self._own.append(collector)
 
     async def families(self) -> list["Metric"]:
         """Every family of one scrape as prometheus_client families (the OTLP export)."""
@@ -70,7 +68,6 @@ class PrometheusService:
         # Imported on the first use: an install nobody scrapes keeps its ~0.6 MB.
         from svc_monitor.prometheus.collector import LiveStateCollector, ScrapedConnection
 
-        self._add_process_collectors()
         connections = [ScrapedConnection(c.id, f"{c.host}:{c.port}") for c in self._connections()]
         connections += [
             ScrapedConnection(c.id, f"{c.host}:{c.port}", pushed=True)
@@ -84,17 +81,16 @@ class PrometheusService:
             full=self.full_profile,
         )
         found: list[Rows | Metric] = [f for f in collector.collect() if f.samples]
-        for own in self._own:
+        for own in (*self._process_collectors(), *self._collectors):
             found.extend(own.collect())
         return found
 
-    def _add_process_collectors(self) -> None:
-        if self._own_ready:
-            return
-        from svc_monitor.prometheus.process import own_collectors
+    def _process_collectors(self) -> tuple["Collector", ...]:
+        if self._process is None:
+            from svc_monitor.prometheus.process import own_collectors
 
-        self._own[:0] = own_collectors()
-        self._own_ready = True
+            self._process = tuple(own_collectors())
+        return self._process
 
 
 @contextlib.contextmanager

@@ -11,15 +11,18 @@ turns it disconnected once every field is stale (InstanceDown through InstanceHe
 once) and the next accepted point brings it back (InstanceUp). After a restart every push
 connection starts disconnected, without an event, until its next push.
 
-Engine versions come from resource attributes and live in memory; a watcher (the CVE
-scanner) is told on first arrival, on change and every 6 hours.
+Engine versions come from resource attributes and live in memory; the version consumers
+(the CVE scanner) are told on first arrival, on change and every 6 hours. Pushed
+commandstats go into the pipe as CommandstatsFacts, the same facts the commandstats poll
+makes of a polled instance.
 """
 
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
     ExportMetricsServiceRequest,
@@ -42,8 +45,8 @@ from svc_monitor.otlp.ingest.points import Tally, point_count, string_attribute,
 from svc_monitor.pipe.facts import CommandstatsFacts
 from svc_monitor.pipe.health import InstanceHealth
 from svc_monitor.pipe.live_state import LiveState
-from svc_monitor.polling.models import Observation
-from svc_monitor.polling.observe import Observer
+from svc_monitor.pipe.observation import Observation
+from svc_monitor.pipe.pipe import Pipe
 
 logger = logging.getLogger(__name__)
 
@@ -53,9 +56,11 @@ SWEEP_EVERY_S = 1.0
 # What a Valkey reports in redis_version: never a version to scan Valkey by.
 VALKEY_COMPAT_VERSION = "7.2.4"
 
-# (connection id, engine, version): the CVE scanner's hook.
-VersionWatcher = Callable[[str, Engine, str], Awaitable[None]]
-CommandstatsConsumer = Callable[[str, ParsedInfo, int], Awaitable[None]]
+
+class PushedVersionConsumer(Protocol):
+    """Told a push connection's engine and version (the CVE scanner)."""
+
+    async def on_pushed_version(self, connection_id: str, engine: str, version: str) -> None: ...
 
 
 @dataclass(slots=True)
@@ -89,8 +94,9 @@ class MetricsReceiver:
         connections: ConnectionService,
         live: LiveConnections,
         live_state: LiveState,
-        observer: Observer,
+        pipe: Pipe,
         health: InstanceHealth,
+        version_consumers: Sequence[PushedVersionConsumer] = (),
         discovery: DiscoveredInstances,
         counts: IngestCounts,
         bus: EventBus,
@@ -100,8 +106,9 @@ class MetricsReceiver:
         self._connections = connections
         self._live = live
         self._live_state = live_state
-        self._observer = observer
+        self._pipe = pipe
         self._health = health
+        self._version_consumers = tuple(version_consumers)
         self._discovery = discovery
         self.counts = counts
         self._bus = bus
@@ -111,8 +118,6 @@ class MetricsReceiver:
         self._pushed: dict[str, _Pushed] = {}
         self._loaded = False
         self._changes: Subscription | None = None
-        self.version_watchers: list[VersionWatcher] = []
-        self.commandstats_consumers: list[CommandstatsConsumer] = []
 
     def _now_ms(self) -> int:
         return int(self._clock() * 1000)
@@ -155,9 +160,8 @@ class MetricsReceiver:
 
     async def _forget(self, connection_id: str) -> None:
         self._pushed.pop(connection_id, None)
-        self._live_state.forget(connection_id)
         self._health.forget(connection_id)
-        await self._observer.forget(connection_id)
+        self._pipe.forget(connection_id)
 
     async def run(self) -> None:
         """Keep the registry current and sweep for staleness, until cancelled."""
@@ -283,7 +287,7 @@ class MetricsReceiver:
             pushed.versions["valkey_version"] = valkey_version.strip()
 
     async def _rescan_due(self) -> None:
-        if not self.version_watchers:
+        if not self._version_consumers:
             return
         now = self._now_ms()
         for connection_id, pushed in list(self._pushed.items()):
@@ -291,16 +295,16 @@ class MetricsReceiver:
 
     async def _rescan_if_due(self, connection_id: str, pushed: _Pushed, now: int) -> None:
         engine, version, _ = pushed.version()
-        if version is None or not self.version_watchers:
+        if version is None or not self._version_consumers:
             return
         current = (engine, version)
         if pushed.scanned != current or now - pushed.scanned_at_ms >= RESCAN_EVERY_MS:
             pushed.scanned, pushed.scanned_at_ms = current, now
-            for watcher in self.version_watchers:
+            for consumer in self._version_consumers:
                 try:
-                    await watcher(connection_id, engine, version)
+                    await consumer.on_pushed_version(connection_id, engine, version)
                 except Exception:
-                    logger.exception("the version watcher failed for %s", connection_id)
+                    logger.exception("a pushed version consumer failed for %s", connection_id)
 
     # --- into the pipe ---
 
@@ -321,13 +325,11 @@ class MetricsReceiver:
             pushed.connected, pushed.since_ms = True, now_ms
             self._health.succeeded(connection_id)
         self._publish_status(pushed)
-        await self._observer.observe(
+        await self._pipe.observe(
             Observation(connection_id=connection_id, received_at_ms=now_ms, info=info, pushed=True)
         )
         if "commandstats" in sections:
-            self._live_state.put(connection_id, CommandstatsFacts(now_ms, info))
-            for consumer in self.commandstats_consumers:
-                await consumer(connection_id, info, now_ms)
+            await self._pipe.put_facts(connection_id, CommandstatsFacts(now_ms, info))
         # This connection only: checking every connection on each observation is O(n^2).
         await self._rescan_if_due(connection_id, pushed, now_ms)
 
@@ -345,10 +347,6 @@ class MetricsReceiver:
                 role=pushed.role,
             ),
         )
-
-    def held_version(self, connection_id: str) -> tuple[Engine, str | None, str] | None:
-        pushed = self._pushed.get(connection_id)
-        return None if pushed is None else pushed.version()
 
 
 def _drain_changes(changes: Subscription) -> bool:

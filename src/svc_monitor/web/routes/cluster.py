@@ -190,7 +190,7 @@ async def read_cluster(ui: Ui, connection: Connection) -> ClusterView:
         # Until the engine answers, asking it here would hold the page for a connect
         # timeout whenever it is down; the connection banner says which it is.
         return ClusterView(identity is not None, identity is None, Section(), Section(), Section())
-    live = ui.features.live_metrics
+    live = ui.features.live
     info = await load(live.cluster_info(connection))
     nodes = await load(live.cluster_nodes(connection))
     shape: Section[Topology] = Section(problem=nodes.problem, message=nodes.message)
@@ -238,7 +238,7 @@ async def read_heatmap(ui: Ui, connection: Connection, metric: Metric) -> Sectio
         return Section(problem=requirement.problem, message=requirement.message)
     # Every slot, whatever the order: each primary answers for the slots it owns.
     stats = await load(
-        ui.features.live_metrics.slot_stats(connection, order_by="key-count", limit=SLOT_COUNT)
+        ui.features.live.slot_stats(connection, order_by="key-count", limit=SLOT_COUNT)
     )
     if stats.value is None:
         return Section(problem=stats.problem, message=stats.message)

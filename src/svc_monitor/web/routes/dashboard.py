@@ -7,7 +7,7 @@ from fastapi import APIRouter
 from fastapi.responses import HTMLResponse
 
 from svc_monitor.engine.info import ParsedInfo
-from svc_monitor.polling.models import Observation
+from svc_monitor.pipe.observation import Observation
 from svc_monitor.web.dependencies import Ui, UiDep
 from svc_monitor.web.pages import RANGES, Page
 

@@ -134,9 +134,7 @@ def _histogram_unsupported(ui: Ui) -> bool:
 async def _histogram(ui: Ui, connection: Connection, since: int) -> Section[list[CommandLatency]]:
     if _histogram_unsupported(ui):
         return Section.unsupported(NO_HISTOGRAM)
-    live = await load_live(
-        ui.shell, lambda: ui.features.live_metrics.latency_histogram(connection, [])
-    )
+    live = await load_live(ui.shell, lambda: ui.features.live.latency_histogram(connection, []))
     if live.value is None:
         return Section(problem=live.problem, message=live.message)
     # The oldest stored histogram of the last hour: the difference is that hour's calls.
@@ -178,7 +176,7 @@ async def _threshold(
     identity = ui.shell.identity
     if identity is not None and not identity.capabilities.has_config:
         return Section.unsupported(unavailable_reason(identity.capabilities, "config"))
-    live = ui.features.live_metrics
+    live = ui.features.live
     return await _monitor(ui, monitored, lambda: live.config_parameter(connection, THRESHOLD))
 
 
@@ -188,7 +186,7 @@ async def latency_page(ui: UiDep) -> HTMLResponse:
     connection = ui.shell.connection
     if connection is None or connection.pushed:
         return ui.page(PAGE, "latency/page.html")
-    live = ui.features.live_metrics
+    live = ui.features.live
     identity = ui.shell.identity
     monitored = identity is None or identity.capabilities.has_latency_monitor
     since = now_ms() - _RECENT_MS

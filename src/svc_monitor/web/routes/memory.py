@@ -125,7 +125,7 @@ def _limits(ui: Ui) -> Limits | None:
 async def _stats(ui: Ui) -> Section[MemoryStats]:
     connection = ui.shell.connection
     assert connection is not None
-    read = await load_live(ui.shell, lambda: ui.features.live_metrics.memory_stats(connection))
+    read = await load_live(ui.shell, lambda: ui.features.live.memory_stats(connection))
     if read.value is None:
         return Section(problem=read.problem, message=read.message)
     return Section(memory_stats(read.value))
@@ -137,7 +137,7 @@ async def memory_page(ui: UiDep) -> HTMLResponse:
     connection = ui.shell.connection
     if connection is None:
         return ui.page(PAGE, "memory/page.html")
-    live = ui.features.live_metrics
+    live = ui.features.live
     stats, doctor = await asyncio.gather(
         _stats(ui), load_live(ui.shell, lambda: live.memory_doctor(connection))
     )
