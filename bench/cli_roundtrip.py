@@ -77,7 +77,6 @@ def unlimited(app: FastAPI) -> None:
         services.settings,
         auth=services.auth,
         connections=services.connections,
-        live=services.live,
         commands_per_second=1e9,
         burst=10**9,
     )

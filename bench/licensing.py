@@ -26,11 +26,11 @@ from fastapi.routing import APIRoute
 
 from svc_monitor.app import create_app
 from svc_monitor.config import Settings
+from svc_monitor.licensing.dependencies import RequireFeature
 from svc_monitor.licensing.entitlement.app import create_entitlement_app
 from svc_monitor.licensing.entitlement.config import EntitlementSettings
-from svc_monitor.licensing.gates import RequireFeature
 from svc_monitor.licensing.keys import trusted_for_tests
-from svc_monitor.licensing.tiers import Feature, Tier
+from svc_monitor.licensing.models import Feature, Tier
 from svc_monitor.licensing.tokens import Customer, key_pair, load_private_key, sign, verify
 
 KID = "lic-2099-02"

@@ -22,14 +22,14 @@ from starlette.routing import BaseRoute
 
 from svc_monitor import __version__
 from svc_monitor.api.error_responses import error_body, install_error_handlers
-from svc_monitor.auth.access import PageRefused, authorize, install_access
 from svc_monitor.auth.api import router as auth_router
-from svc_monitor.auth.broker_api import router as broker_router
+from svc_monitor.auth.broker.api import router as broker_router
+from svc_monitor.auth.dependencies.access import PageRefused, authorize, install_access
 from svc_monitor.compose import build_services
 from svc_monitor.config import Settings, StorageType
 from svc_monitor.connections.api import router as connections_router
-from svc_monitor.connections.secrets import SecretUndecryptable
 from svc_monitor.info_history.api import router as metrics_router
+from svc_monitor.kit.secret_box import SecretUndecryptable
 from svc_monitor.licensing.api import router as license_router
 from svc_monitor.otlp.ingest.api import router as otlp_ingest_router
 from svc_monitor.otlp.ingest.collector_config_api import router as otlp_config_router

@@ -15,15 +15,13 @@ from dataclasses import dataclass
 from svc_monitor.anomaly.service import AnomalyService
 from svc_monitor.anomaly.store import AnomalyStore
 from svc_monitor.auth.activity import ActivityLog
-from svc_monitor.auth.broker import BrokerService
+from svc_monitor.auth.broker.service import BrokerService
 from svc_monitor.auth.service import AuthService
 from svc_monitor.auth.store import AuthStore
 from svc_monitor.commandstats.service import CommandstatsService
 from svc_monitor.commandstats.store import CommandstatsStore
 from svc_monitor.config import Settings, StorageType
-from svc_monitor.connections.discovered import DiscoveredInstances
 from svc_monitor.connections.live import LiveConnections
-from svc_monitor.connections.secrets import SecretBox
 from svc_monitor.connections.service import ConnectionService
 from svc_monitor.connections.store import ConnectionStore
 from svc_monitor.cve.service import CveService
@@ -35,13 +33,15 @@ from svc_monitor.detectors.readings import ReadingsDetector
 from svc_monitor.events import EventBus
 from svc_monitor.info_history.service import MetricsService
 from svc_monitor.info_history.store import MetricsStore
+from svc_monitor.kit.secret_box import SecretBox
+from svc_monitor.licensing.models import Feature
 from svc_monitor.licensing.service import LicenseService
 from svc_monitor.licensing.telemetry import UsageTelemetry
-from svc_monitor.licensing.tiers import Feature
-from svc_monitor.notifications.alerts import AlertStates
+from svc_monitor.notifications.service import AlertStates
 from svc_monitor.otlp.export.stats import ExportStats
 from svc_monitor.otlp.export.transport import OtlpTransport
 from svc_monitor.otlp.ingest.counts import IngestCounts
+from svc_monitor.otlp.ingest.discovery import DiscoveredInstances
 from svc_monitor.otlp.ingest.receiver import MetricsReceiver
 from svc_monitor.pipe.health import InstanceHealth
 from svc_monitor.pipe.live_state import LiveState
@@ -125,7 +125,6 @@ def build_services(settings: Settings, *, clock: Callable[[], float] = time.time
     discovery = DiscoveredInstances(enabled=settings.OTLP_DISCOVER_INSTANCES, clock=clock)
     metrics_receiver = MetricsReceiver(
         connections=connections,
-        live=live,
         live_state=live_state,
         pipe=pipe,
         health=instance_health,

@@ -41,7 +41,7 @@ from svc_monitor.key_analytics.service import KeyAnalyticsService
 from svc_monitor.latency import store as latency_store
 from svc_monitor.latency.api import router as latency_router
 from svc_monitor.latency.service import LatencyService
-from svc_monitor.licensing.tiers import Feature
+from svc_monitor.licensing.models import Feature
 from svc_monitor.live.api import router as live_router
 from svc_monitor.live.service import LiveMetricsService
 from svc_monitor.polling.audit_poll import AuditPoller
@@ -126,10 +126,8 @@ def build_features(services: Services) -> tuple[Features, list[PollKind]]:
         live=LiveMetricsService(connections, clusters),
         latency=latency,
         clusters=clusters,
-        cli=CliService(settings, auth=services.auth, connections=connections, live=services.live),
-        monitor=MonitorService(
-            monitor_store.MonitorStore(db), connections, services.live, settings
-        ),
+        cli=CliService(settings, auth=services.auth, connections=connections),
+        monitor=MonitorService(monitor_store.MonitorStore(db), connections, settings),
         forecast=forecast,
         retention=_retention(services),
         key_analytics=key_analytics,

@@ -19,14 +19,12 @@ from svc_monitor.config import Settings
 if TYPE_CHECKING:
     from svc_monitor.anomaly.service import AnomalyService
     from svc_monitor.audit.service import AuditService
-    from svc_monitor.auth.broker import BrokerService
+    from svc_monitor.auth.broker.service import BrokerService
     from svc_monitor.auth.service import AuthService
     from svc_monitor.client_analytics.service import ClientAnalyticsService
     from svc_monitor.cluster.service import ClusterService
     from svc_monitor.commandstats.service import CommandstatsService
-    from svc_monitor.connections.discovered import DiscoveredInstances
     from svc_monitor.connections.live import LiveConnections
-    from svc_monitor.connections.secrets import SecretBox
     from svc_monitor.connections.service import ConnectionService
     from svc_monitor.console.cli.service import CliService
     from svc_monitor.console.monitor.service import MonitorService
@@ -35,6 +33,7 @@ if TYPE_CHECKING:
     from svc_monitor.forecast.service import ForecastService
     from svc_monitor.info_history.service import MetricsService
     from svc_monitor.key_analytics.service import KeyAnalyticsService
+    from svc_monitor.kit.secret_box import SecretBox
     from svc_monitor.latency.service import LatencyService
     from svc_monitor.licensing.service import LicenseService
     from svc_monitor.licensing.telemetry import UsageTelemetry
@@ -43,6 +42,7 @@ if TYPE_CHECKING:
     from svc_monitor.otlp.export.metrics import MetricsExporter
     from svc_monitor.otlp.export.stats import ExportStats
     from svc_monitor.otlp.export.transport import OtlpTransport
+    from svc_monitor.otlp.ingest.discovery import DiscoveredInstances
     from svc_monitor.otlp.ingest.receiver import MetricsReceiver
     from svc_monitor.pipe.health import InstanceHealth
     from svc_monitor.pipe.live_state import LiveState

@@ -25,7 +25,12 @@ from fastapi import FastAPI
 from pydantic import ValidationError
 
 from svc_monitor.app import create_app
-from svc_monitor.auth.broker import BrokerState, BrokerView, ProviderLink, broker_error_message
+from svc_monitor.auth.broker.service import (
+    BrokerState,
+    BrokerView,
+    ProviderLink,
+    broker_error_message,
+)
 from svc_monitor.config import Settings, describe_validation_error
 from svc_monitor.web.ui import build_templates
 from tests.fixtures.app import LOOPBACK_NOWHERE, free_port, fresh_data_dir, running_app, serve_app

@@ -1,7 +1,7 @@
 import pytest
 from hypothesis import given, strategies as st
 
-from svc_monitor.connections.addresses import ParsedUrl, parse_connection_url, split_host_port
+from svc_monitor.kit.addresses import ParsedUrl, parse_connection_url, split_host_port
 
 
 class TestParseConnectionUrl:

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, strategies as st
 from pydantic import SecretStr
 
-from svc_monitor.connections.secrets import SecretBox, SecretUndecryptable
+from svc_monitor.kit.secret_box import SecretBox, SecretUndecryptable
 
 KEY = SecretStr("correct horse battery staple")
 SALT = "svc-kek-salt-v1"

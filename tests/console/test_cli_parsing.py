@@ -3,9 +3,9 @@
 import pytest
 from hypothesis import given, strategies as st
 
+from svc_monitor.console.cli.models import MAX_LINE_CHARS
 from svc_monitor.console.cli.parsing import (
     MAX_ARGS,
-    MAX_LINE_CHARS,
     CommandParseError,
     quote_argument,
     split_command,

@@ -2,7 +2,7 @@
 
 import pytest
 
-from svc_monitor.auth.roles import Role
+from svc_monitor.auth.models import Role
 from svc_monitor.console.cli.parsing import split_command
 from svc_monitor.console.cli.policy import NEVER, READ, Kind, decide
 

@@ -6,8 +6,8 @@ import pytest
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
 
-from svc_monitor.licensing.gates import RequireFeature
-from svc_monitor.licensing.tiers import (
+from svc_monitor.licensing.dependencies import RequireFeature
+from svc_monitor.licensing.models import (
     FEATURE_TIERS,
     WEBHOOK_EVENT_TIERS,
     Feature,

@@ -12,7 +12,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from svc_monitor.licensing.keys import EMBEDDED_PUBLIC_KEYS, UntrustedKey, trusted_for_tests
-from svc_monitor.licensing.tiers import Tier
+from svc_monitor.licensing.models import Tier
 from svc_monitor.licensing.tokens import TokenRefused, verify
 from tests.fixtures.licensing import SigningKey
 

@@ -3,7 +3,7 @@
 import pytest
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 
-from svc_monitor.licensing.tiers import WEBHOOK_EVENT_TIERS
+from svc_monitor.licensing.models import WEBHOOK_EVENT_TIERS
 from svc_monitor.otlp.export.event_records import SEVERITY, Instance, export_request, log_record
 
 INSTANCE = Instance("c1", "10.0.0.5", 6379)

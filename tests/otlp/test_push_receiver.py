@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from opentelemetry.proto.metrics.v1.metrics_pb2 import Metric, ResourceMetrics
 
-from svc_monitor.connections.discovered import MAX_DISCOVERED
+from svc_monitor.otlp.ingest.discovery import MAX_DISCOVERED
 from svc_monitor.otlp.ingest.fields import MAX_COMMANDS, MAX_DATABASES
 from tests.fixtures.app import RunningApp, make_settings, running_app
 from tests.otlp.push_payloads import (

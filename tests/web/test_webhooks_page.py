@@ -16,7 +16,7 @@ import pytest
 from playwright.async_api import Page, expect
 
 from svc_monitor.events import InstanceDown
-from svc_monitor.licensing.tiers import WEBHOOK_EVENT_TIERS
+from svc_monitor.licensing.models import WEBHOOK_EVENT_TIERS
 from svc_monitor.webhooks.schemas import DeliveryRead, RetryPolicy, WebhookCreate, WebhookRead
 from svc_monitor.webhooks.service import WebhookService
 from tests.fixtures.app import AppFactory, RunningApp, make_settings, target_of

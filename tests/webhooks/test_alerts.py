@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from svc_monitor.events import MemoryReading
-from svc_monitor.notifications.alerts import AlertStates
+from svc_monitor.notifications.service import AlertStates
 from tests.fixtures.app import AppFactory, RunningApp
 from tests.fixtures.receiver import Receiver
 from tests.fixtures.waiting import eventually

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from svc_monitor.licensing.tiers import WEBHOOK_EVENT_TIERS
+from svc_monitor.licensing.models import WEBHOOK_EVENT_TIERS
 from tests.fixtures.app import AppFactory, RunningApp
 from tests.fixtures.licensing import SigningKey
 from tests.fixtures.receiver import Receiver

@@ -14,8 +14,8 @@ from svc_monitor.anomaly.schemas import (
 )
 from svc_monitor.api.error_responses import error_responses
 from svc_monitor.connections.dependencies import SelectedConnection
-from svc_monitor.licensing.gates import RequireFeature
-from svc_monitor.licensing.tiers import Feature
+from svc_monitor.licensing.dependencies import RequireFeature
+from svc_monitor.licensing.models import Feature
 
 router = APIRouter(
     tags=["anomaly detection"], dependencies=[RequireFeature(Feature.ANOMALY_DETECTION).depends]

@@ -27,7 +27,15 @@ client lockout, data loss, a stuck persistence child, memory overhead.
 import math
 from collections import deque
 
-from svc_monitor.anomaly.models import BufferState, Detection, Kind, MetricSpec, Severity
+from svc_monitor.anomaly.models import (
+    READY_AT,
+    WINDOW,
+    BufferState,
+    Detection,
+    Kind,
+    MetricSpec,
+    Severity,
+)
 from svc_monitor.anomaly.rules import RULES, RuleDetectors, total_keys
 from svc_monitor.engine.info import FieldValue, ParsedInfo, parse_subfields
 
@@ -41,8 +49,6 @@ __all__ = [
     "judge",
 ]
 
-WINDOW = 300
-READY_AT = 30
 MIB = 1024 * 1024
 
 

@@ -14,6 +14,9 @@ Kind = Literal["spike", "drop"]
 # observations; ratio: hits / (hits + misses) of the counters' deltas.
 Reading = Literal["gauge", "rate", "ratio"]
 SEVERITY_RANK = {"warning": 1, "critical": 2}
+# Samples each metric's baseline keeps, and how many it needs before it judges.
+WINDOW = 300
+READY_AT = 30
 
 
 @dataclass(frozen=True, slots=True)

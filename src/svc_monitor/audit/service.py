@@ -12,7 +12,7 @@ from svc_monitor.audit.schemas import (
     TimeRange,
 )
 from svc_monitor.audit.store import AuditFilter, AuditStore
-from svc_monitor.connections.availability import CommandUnavailable, require_feature
+from svc_monitor.connections.models import CommandUnavailable, require_feature
 from svc_monitor.engine.acl import AclLogEntry, parse_acl_log
 from svc_monitor.engine.capabilities import EngineIdentity, is_refusal
 from svc_monitor.engine.client import EngineClient

@@ -11,10 +11,10 @@ from fastapi import APIRouter, Query, Request, Response, status
 from fastapi.responses import JSONResponse
 
 from svc_monitor.api.error_responses import error_responses
-from svc_monitor.auth.access import principal_of, source_ip_of
 from svc_monitor.auth.activity import MAX_PAGE
-from svc_monitor.auth.dependencies import AuthDep, PrincipalDep, WorkspaceDep
-from svc_monitor.auth.origin import public_base
+from svc_monitor.auth.dependencies.access import principal_of, source_ip_of
+from svc_monitor.auth.dependencies.origin import public_base
+from svc_monitor.auth.dependencies.principal import AuthDep, PrincipalDep, WorkspaceDep
 from svc_monitor.auth.schemas import (
     AcceptInviteWrite,
     ActivityPage,

@@ -1,9 +1,23 @@
-"""What the auth domain hands around: users, who is calling, invitations, tokens."""
+"""What the auth domain hands around: roles, users, who is calling, invitations, tokens."""
 
 from dataclasses import dataclass
 from enum import StrEnum
 
-from svc_monitor.auth.roles import Role
+
+class Role(StrEnum):
+    OWNER = "owner"
+    ADMIN = "admin"
+    MEMBER = "member"
+
+    @property
+    def rank(self) -> int:
+        return _RANK[self]
+
+    def at_least(self, other: "Role") -> bool:
+        return self.rank >= other.rank
+
+
+_RANK = {Role.MEMBER: 1, Role.ADMIN: 2, Role.OWNER: 3}
 
 
 @dataclass(frozen=True, slots=True)

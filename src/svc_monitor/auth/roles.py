@@ -1,4 +1,4 @@
-"""Roles, and the one table that says which role each route needs.
+"""The one table that says which role (auth/models.py) each route needs.
 
 Every route of the app has a line in RULES, keyed by method and path template as
 OpenAPI writes them. A route without a line is refused for everyone (deny by default)
@@ -9,23 +9,9 @@ server configuration; every POST/PUT/PATCH/DELETE needs an admin, except signing
 and out and the read-only POSTs; only the owner transfers ownership.
 """
 
-from enum import IntEnum, StrEnum
+from enum import IntEnum
 
-
-class Role(StrEnum):
-    OWNER = "owner"
-    ADMIN = "admin"
-    MEMBER = "member"
-
-    @property
-    def rank(self) -> int:
-        return _RANK[self]
-
-    def at_least(self, other: "Role") -> bool:
-        return self.rank >= other.rank
-
-
-_RANK = {Role.MEMBER: 1, Role.ADMIN: 2, Role.OWNER: 3}
+from svc_monitor.auth.models import Role
 
 
 class Access(IntEnum):

@@ -2,8 +2,7 @@
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from svc_monitor.auth.models import ActivityEntry, ApiToken, Invitation, User
-from svc_monitor.auth.roles import Role
+from svc_monitor.auth.models import ActivityEntry, ApiToken, Invitation, Role, User
 
 
 class _Body(BaseModel):

@@ -21,12 +21,12 @@ from svc_monitor.auth.models import (
     Invitation,
     InvitationStatus,
     Principal,
+    Role,
     User,
     Via,
 )
 from svc_monitor.auth.passwords import check_new_password, hash_password, password_matches
 from svc_monitor.auth.revocations import Revocations
-from svc_monitor.auth.roles import Role
 from svc_monitor.auth.sessions import (
     RECHECK_AFTER_S,
     SESSION_LIFETIME_S,

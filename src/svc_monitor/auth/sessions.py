@@ -16,7 +16,7 @@ from typing import Any
 
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 
-from svc_monitor.auth.roles import Role
+from svc_monitor.auth.models import Role
 
 RECHECK_AFTER_S = 30
 SESSION_LIFETIME_S = 7 * 24 * 3600  # absolute: a session ends a week after sign-in

@@ -28,9 +28,9 @@ from svc_monitor.auth.models import (
     ApiToken,
     Invitation,
     InvitationStatus,
+    Role,
     User,
 )
-from svc_monitor.auth.roles import Role
 from svc_monitor.storage.database import Database
 from svc_monitor.storage.metadata import metadata
 

@@ -18,7 +18,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from svc_monitor.cluster.schemas import ClusterClient, ClusterLogEntry, ClusterNodeStats, Role
-from svc_monitor.connections.availability import require_live_feature
 from svc_monitor.connections.models import Connection
 from svc_monitor.connections.service import ConnectionService
 from svc_monitor.engine.capabilities import EngineIdentity
@@ -281,7 +280,7 @@ class ClusterService:
         seed's SLOWLOG missing: the nodes of one cluster share their configuration."""
         if log_type is None:
             self._require(connection)  # not a cluster: 409 first, as for every cluster route
-            await require_live_feature(self._connections, connection, "slow_log")
+            await self._connections.require_live_feature(connection, "slow_log")
         command = (
             ("SLOWLOG", "GET", count)
             if log_type is None

@@ -14,8 +14,9 @@ from svc_monitor.connections.schemas import (
     ConnectionTestResult,
     ConnectionUpdate,
     DiscoveredRead,
+    to_read,
+    to_test_result,
 )
-from svc_monitor.connections.views import to_read, to_test_result
 from svc_monitor.errors import NotFound
 
 router = APIRouter(prefix="/connections", tags=["connections"])

@@ -10,57 +10,15 @@ import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
-from svc_monitor.connections.models import Connection, forced_engine
+from svc_monitor.connections.models import Connection, EngineSnapshot, PushStatus, forced_engine
 from svc_monitor.connections.tunnels import Tunnels
-from svc_monitor.engine.capabilities import Capabilities, EngineIdentity, detect
+from svc_monitor.engine.capabilities import EngineIdentity, detect
 from svc_monitor.engine.client import EngineClient, EngineTarget
-from svc_monitor.engine.errors import EngineError, PushStale
+from svc_monitor.engine.errors import EngineError
 from svc_monitor.engine.ledger import CommandLedger
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class EngineSnapshot:
-    """One check of one engine: identity when it answered, the error when it did not."""
-
-    connected: bool
-    identity: EngineIdentity | None
-    error: EngineError | None
-    checked_at_ms: int
-
-
-@dataclass(frozen=True, slots=True)
-class PushStatus:
-    """What the OTLP receiver knows of a push connection (memory only: a restart starts
-    every push connection disconnected until its next push)."""
-
-    connected: bool
-    since_ms: int
-    last_push_ms: int | None = None
-    engine: Literal["valkey", "redis"] = "redis"
-    version: str | None = None
-    version_attribute: str = "redis.version"
-    role: str | None = None
-
-    def snapshot(self) -> EngineSnapshot:
-        if not self.connected:
-            why = (
-                "no push received since svc-monitor started"
-                if self.last_push_ms is None
-                else "every pushed field is stale (OTEL_METRICS_STALE_AFTER_MS)"
-            )
-            return EngineSnapshot(False, None, PushStale(why), self.since_ms)
-        identity = EngineIdentity(
-            type=self.engine,
-            version=self.version or "0.0.0",
-            capabilities=Capabilities(),  # nothing live: no command reaches a pushed instance
-            cluster_enabled=False,
-            role=self.role,
-        )
-        return EngineSnapshot(True, identity, None, self.last_push_ms or self.since_ms)
 
 
 @dataclass(slots=True)

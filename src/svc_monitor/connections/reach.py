@@ -4,11 +4,11 @@ endpoint comes as host:port in one field, or as a redis:// / rediss:// URL)."""
 
 from dataclasses import dataclass, field
 
-from svc_monitor.connections.addresses import parse_connection_url, split_host_port
 from svc_monitor.connections.models import Connection, DbType
 from svc_monitor.connections.schemas import ConnectionFields
 from svc_monitor.connections.tls_fields import tls_material
 from svc_monitor.errors import Unprocessable
+from svc_monitor.kit.addresses import parse_connection_url, split_host_port
 
 
 @dataclass(frozen=True, slots=True)

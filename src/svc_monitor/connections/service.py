@@ -9,18 +9,22 @@ import logging
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from svc_monitor.config import Settings
 from svc_monitor.connections.hints import hint_for
-from svc_monitor.connections.live import EngineSnapshot, LiveConnections, PushStatus
+from svc_monitor.connections.live import LiveConnections
 from svc_monitor.connections.models import (
     ENV_DEFAULT_ID,
     Connection,
+    EngineSnapshot,
+    PushStatus,
     SshTunnel,
+    TestOutcome,
     forced_engine,
+    require_feature,
 )
 from svc_monitor.connections.reach import Reach, merge_reach
 from svc_monitor.connections.schemas import (
@@ -33,7 +37,7 @@ from svc_monitor.connections.schemas import (
 from svc_monitor.connections.store import ConnectionStore
 from svc_monitor.connections.tls_fields import TLS_FIELDS
 from svc_monitor.connections.tunnels import merge_tunnel
-from svc_monitor.engine.capabilities import EngineIdentity, detect
+from svc_monitor.engine.capabilities import Feature, detect
 from svc_monitor.engine.client import EngineClient, EngineTarget
 from svc_monitor.engine.errors import EngineError
 from svc_monitor.engine.ledger import CommandLedger
@@ -74,15 +78,6 @@ class NeedsLiveConnection(Conflict):
 
 # What a push connection may carry: the Collector reports the address, we dial nothing.
 _PUSH_FIELDS = {"name", "host", "port", "set_as_default", "source"}
-
-
-@dataclass(frozen=True, slots=True)
-class TestOutcome:
-    identity: EngineIdentity | None
-    error: EngineError | None
-    latency_ms: float
-    hint: str | None = None  # what the error usually means (connections/hints.py)
-    ssh_host_key: str | None = None  # the bastion's key fingerprint, through a tunnel
 
 
 class ConnectionService:
@@ -198,10 +193,34 @@ class ConnectionService:
     def push_status(self, connection: Connection) -> PushStatus | None:
         return self._live.push_status(connection.id) if connection.pushed else None
 
+    def set_push_status(self, connection_id: str, status: PushStatus) -> None:
+        """What the OTLP receiver knows of a push connection now (memory only)."""
+        self._live.set_push_status(connection_id, status)
+
+    def target(self, connection: Connection) -> EngineTarget:
+        """Where and how to reach the connection's server (through its tunnel, if any)."""
+        return self._live.target(connection)
+
     def node_client(self, target: EngineTarget) -> EngineClient:
-        """A client to another node of a connection's cluster, with the seed's credentials and
-        TLS (the caller keeps and closes it)."""
+        """A client of its own to `target` (a node of a connection's cluster, or the
+        connection itself for a console session), with the seed's credentials and TLS; the
+        caller keeps and closes it."""
         return self._live.new_client(target)
+
+    async def require_live_feature(self, connection: Connection, feature: Feature) -> None:
+        """require_feature (models.py) on the connection's engine, detected first if it was
+        never checked.
+
+        An engine known to be down is not asked again here (a page or a history read must
+        not wait out a connect timeout) nor refused: a live read then fails on its own with
+        503. Nor is a push connection, which no command reaches and whose routes say so.
+        """
+        if connection.pushed:
+            return
+        seen = self.last_seen(connection)
+        if seen is None:
+            seen = await self.check(connection)
+        require_feature(seen.identity, feature)
 
     def ledger(self, connection: Connection) -> CommandLedger:
         """The commands this monitor has sent the connection's server, and their cost."""

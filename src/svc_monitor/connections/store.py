@@ -20,7 +20,7 @@ from sqlalchemy import (
 )
 
 from svc_monitor.connections.models import Connection, SshTunnel
-from svc_monitor.connections.secrets import SecretBox, SecretUndecryptable
+from svc_monitor.kit.secret_box import SecretBox, SecretUndecryptable
 from svc_monitor.storage.database import Database
 from svc_monitor.storage.metadata import metadata
 

@@ -33,7 +33,7 @@ from svc_monitor.connections.schemas import SshTunnelIn
 from svc_monitor.connections.tls_fields import given_or
 from svc_monitor.engine.dial import Dialer
 from svc_monitor.engine.errors import SshTunnelError
-from svc_monitor.engine.ssh_spec import SshAuth, TunnelSpec
+from svc_monitor.engine.ssh_spec import TunnelSpec
 from svc_monitor.errors import Unprocessable
 
 if TYPE_CHECKING:  # asyncssh (and cryptography) cost 27 MB: loaded by the first tunnel
@@ -43,15 +43,6 @@ logger = logging.getLogger(__name__)
 
 FIELD = "sshTunnel"
 PinStore = Callable[[str, str], Awaitable[None]]  # (connection id, fingerprint)
-
-
-def auth_method(tunnel: SshTunnel) -> SshAuth:
-    """The stored method, or the one its secrets imply (module docstring)."""
-    if tunnel.auth_method is not None:
-        return tunnel.auth_method
-    if tunnel.private_key is not None or tunnel.private_key_path is not None:
-        return "privateKey"
-    return "password"
 
 
 def merge_tunnel(
@@ -81,7 +72,7 @@ def merge_tunnel(
         private_key_path=body.private_key_path,
         host_key_fingerprint=body.host_key_fingerprint,
     )
-    method = auth_method(tunnel)
+    method = tunnel.method
     if method == "privateKey" and tunnel.private_key is None and tunnel.private_key_path is None:
         raise Unprocessable(
             f"{FIELD}.privateKey: key authentication needs privateKey or privateKeyPath",
@@ -113,7 +104,7 @@ def tunnel_spec(
     tunnel: SshTunnel, *, target_host: str, target_port: int, key_dir: Path | None
 ) -> TunnelSpec:
     """The engine's view of a stored tunnel to the instance at target_host:target_port."""
-    method = auth_method(tunnel)
+    method = tunnel.method
     private_key_file = None
     if method == "privateKey" and tunnel.private_key is None and tunnel.private_key_path:
         private_key_file = str(key_file(tunnel.private_key_path, key_dir))

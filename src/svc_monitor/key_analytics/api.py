@@ -9,8 +9,8 @@ from svc_monitor.api.params import From, To
 from svc_monitor.connections.dependencies import SelectedConnection
 from svc_monitor.key_analytics.dependencies import KeyAnalyticsDep
 from svc_monitor.key_analytics.schemas import KeyAnalyticsSummaryRead, KeyPatternRead
-from svc_monitor.licensing.gates import RequireFeature
-from svc_monitor.licensing.tiers import Feature
+from svc_monitor.licensing.dependencies import RequireFeature
+from svc_monitor.licensing.models import Feature
 
 router = APIRouter(
     tags=["key analytics"], dependencies=[RequireFeature(Feature.KEY_ANALYTICS).depends]

@@ -16,16 +16,13 @@ ends in `…`: the pattern is a label in a table and a Prometheus series, not th
 
 import re
 
+from svc_monitor.key_analytics.models import BUCKET_BOUNDS, OVER_LAST
+
 MAX_PATTERN_CHARS = 200
 UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _SEPARATORS = re.compile(r"([:._/-])")
 _HEX_ID = re.compile(r"(?=[^0-9]*[0-9])[0-9a-fA-F]{8,}")
 _TOKEN = re.compile(r"(?=[^0-9]*[0-9])(?=[^a-zA-Z]*[a-zA-Z])[0-9a-zA-Z]{16,}")
-
-# Size buckets: powers of two from 64 B to 1 MiB, then everything larger. MEMORY USAGE
-# of the smallest key (a short string) is ~50-60 bytes, so 64 B is the first useful bound.
-BUCKET_BOUNDS: tuple[int, ...] = tuple(2**p for p in range(6, 21))
-OVER_LAST = "+Inf"
 
 
 def pattern_of(key: bytes) -> str:
@@ -59,7 +56,3 @@ def bucket_of(size: int) -> str:
         if size <= bound:
             return str(bound)
     return OVER_LAST
-
-
-def bucket_labels() -> tuple[str, ...]:
-    return (*(str(b) for b in BUCKET_BOUNDS), OVER_LAST)

@@ -10,6 +10,16 @@ from svc_monitor.key_analytics.shards import nodes_in
 CURSORS_PER_SHARD = "per-shard"
 
 
+# Size buckets: powers of two from 64 B to 1 MiB, then everything larger. MEMORY USAGE
+# of the smallest key (a short string) is ~50-60 bytes, so 64 B is the first useful bound.
+BUCKET_BOUNDS: tuple[int, ...] = tuple(2**p for p in range(6, 21))
+OVER_LAST = "+Inf"
+
+
+def bucket_labels() -> tuple[str, ...]:
+    return (*(str(b) for b in BUCKET_BOUNDS), OVER_LAST)
+
+
 @dataclass(frozen=True, slots=True)
 class KeySample:
     """One sampled key: TYPE, PTTL, MEMORY USAGE and (LFU policies only) OBJECT FREQ."""

@@ -6,14 +6,14 @@ from fastapi import APIRouter, Request
 
 from svc_monitor.api.dependencies import ServicesDep
 from svc_monitor.api.error_responses import error_responses
+from svc_monitor.licensing.dependencies import token_from_request
+from svc_monitor.licensing.models import FEATURE_TIERS
 from svc_monitor.licensing.schemas import (
     FeatureRead,
     FeaturesRead,
     LicenseStatusRead,
     OfflineLicenseWrite,
 )
-from svc_monitor.licensing.tiers import FEATURE_TIERS
-from svc_monitor.licensing.upload import token_from_request
 
 router = APIRouter(prefix="/license", tags=["license"])
 

@@ -4,9 +4,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from svc_monitor.licensing.models import Source
+from svc_monitor.licensing.models import FEATURE_TIERS, Tier, features_of
+from svc_monitor.licensing.resolution import Source
 from svc_monitor.licensing.service import LicenseService
-from svc_monitor.licensing.tiers import FEATURE_TIERS, Tier, features_of
 from svc_monitor.licensing.tokens import MAX_TOKEN_CHARS
 
 

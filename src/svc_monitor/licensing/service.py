@@ -33,8 +33,8 @@ from svc_monitor.config import Settings
 from svc_monitor.errors import AppError, Conflict, NotFound, Unavailable
 from svc_monitor.kit.outbound import Reply, post_json
 from svc_monitor.licensing.files import LicenseFiles, PersistedToken, key_fingerprint
-from svc_monitor.licensing.models import COMMUNITY, Entitlement, Notice, Source
-from svc_monitor.licensing.tiers import Feature, Tier
+from svc_monitor.licensing.models import Feature, Tier
+from svc_monitor.licensing.resolution import COMMUNITY, Entitlement, Notice, Source
 from svc_monitor.licensing.tokens import LEEWAY_S, LicenseClaims, TokenRefused, day_of, verify
 
 logger = logging.getLogger(__name__)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from svc_monitor.licensing.keys import UntrustedKey, public_key
-from svc_monitor.licensing.tiers import Tier
+from svc_monitor.licensing.models import Tier
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey

@@ -12,7 +12,6 @@ import datetime
 from typing import Any
 
 from svc_monitor.cluster.service import ClusterNotDiscovered, ClusterService
-from svc_monitor.connections.availability import require_live_feature
 from svc_monitor.connections.models import Connection
 from svc_monitor.connections.service import ConnectionService
 from svc_monitor.engine.capabilities import EngineIdentity, unavailable_reason
@@ -256,7 +255,7 @@ class LiveMetricsService:
         # TODO(auth): values can hold credentials (requirepass, masterauth); never log them.
         # Detection found CONFIG missing (a managed provider's plan, rename-command, ACL):
         # say why with a 501 rather than send it again for the server's refusal.
-        await require_live_feature(self._connections, connection, "config")
+        await self._connections.require_live_feature(connection, "config")
         reply = await self._call(connection, "CONFIG", "GET", pattern)
         return ConfigValues({name: text(value) for name, value in pairs(reply)})
 

@@ -49,7 +49,7 @@ from svc_monitor.events import (
     ReplicationReading,
     SlowlogLength,
 )
-from svc_monitor.notifications.thresholds import Thresholds
+from svc_monitor.notifications.schemas import Thresholds
 
 MAX_TEXT = 1024  # characters of any one server-provided string in a payload
 

@@ -3,18 +3,16 @@ their facts (lengths, newest id, patterns) to the pipe: Prometheus reads them fr
 state, the slowlog.threshold reading and anomaly detection judge them."""
 
 import logging
-from collections.abc import Sequence
-from typing import Any, TypeAlias
+from typing import Any
 
 from svc_monitor.config import Settings
 from svc_monitor.engine.errors import EngineError, EngineResponseError
 from svc_monitor.engine.slowlog import FETCH_COUNT, LOG_TYPES, LogEntry, LogType, parse_log_reply
 from svc_monitor.events import now_ms
-from svc_monitor.pipe.facts import CommandlogFacts, PatternCount, SlowlogFacts
+from svc_monitor.pipe.facts import CommandlogFacts, SlowlogFacts
 from svc_monitor.pipe.pipe import Pipe
 from svc_monitor.polling.models import PollKind, PollTarget
 from svc_monitor.runtime_settings.schemas import RuntimeSettingsValues
-from svc_monitor.slowlog.command_patterns import analyze
 from svc_monitor.slowlog.service import SlowlogService
 
 logger = logging.getLogger(__name__)
@@ -22,10 +20,6 @@ logger = logging.getLogger(__name__)
 # The most one catch-up read asks for, whatever the server's ring holds: a burst longer
 # than this between two polls keeps its newest entries only.
 CATCH_UP_COUNT = 1024
-# The entries a read saw, told apart cheaply: ids only grow within a server lifetime and
-# a restart starts them again, so (newest id, its start, how many) changes with the log.
-_LogKey: TypeAlias = tuple[int, int, int]
-_PatternMemo: TypeAlias = dict[tuple[str, LogType | None], tuple[_LogKey, tuple[PatternCount, ...]]]
 
 
 class LogPoller:
@@ -37,8 +31,6 @@ class LogPoller:
         # Connections that refused SLOWLOG LEN: not asked again until forgotten, since
         # each refusal of a NOPERM user would add an entry to the ACL log we audit.
         self._length_refused: set[str] = set()
-        # The last patterns worked out per (connection, log): a quiet log is not regrouped.
-        self._patterns: _PatternMemo = {}
 
     async def poll_slowlog(self, target: PollTarget) -> None:
         identity = target.identity
@@ -69,7 +61,7 @@ class LogPoller:
                 at_ms=now_ms(),
                 length=length,
                 last_id=max((e.id for e in entries or ()), default=None),
-                patterns=self._pattern_counts(connection_id, None, entries or []),
+                patterns=self._slowlog.pattern_counts(connection_id, None, entries or []),
             ),
         )
 
@@ -117,10 +109,10 @@ class LogPoller:
                     at_ms=now_ms(),
                     large_request=large_request,
                     large_reply=large_reply,
-                    large_request_patterns=self._pattern_counts(
+                    large_request_patterns=self._slowlog.pattern_counts(
                         connection_id, "large-request", read.get("large-request", [])
                     ),
-                    large_reply_patterns=self._pattern_counts(
+                    large_reply_patterns=self._slowlog.pattern_counts(
                         connection_id, "large-reply", read.get("large-reply", [])
                     ),
                 ),
@@ -159,39 +151,10 @@ class LogPoller:
         longer = parse_log_reply(reply)
         return longer if len(longer) > len(entries) else entries
 
-    def _pattern_counts(
-        self, connection_id: str, log_type: LogType | None, entries: Sequence[LogEntry]
-    ) -> tuple[PatternCount, ...]:
-        """The entries grouped as the patterns view groups them (slowlog/command_patterns.py).
-        For large-request/large-reply the entry's third field, and so the average, is a
-        size in bytes, as in the patterns API. Over the newest FETCH_COUNT only, as any
-        poll reads, whether or not a catch-up read brought more."""
-        entries = entries[:FETCH_COUNT]  # newest first, as the server answers
-        if not entries:
-            return ()
-        newest = max(entries, key=lambda e: e.id)
-        key = (newest.id, newest.started_at_ms, len(entries))
-        cached = self._patterns.get((connection_id, log_type))
-        if cached is not None and cached[0] == key:
-            return cached[1]
-        counts = tuple(
-            PatternCount(
-                pattern=p.pattern,
-                count=p.count,
-                avg_duration_us=p.avgDuration,
-                percentage=p.percentage,
-            )
-            for p in analyze(entries, analyzed_at=0).patterns
-        )
-        self._patterns[(connection_id, log_type)] = (key, counts)
-        return counts
-
     async def forget(self, connection_id: str) -> None:
         # Removed or edited: the next poll seeds its high-water marks from storage again.
         self._slowlog.forget(connection_id)
         self._length_refused.discard(connection_id)
-        for key in [k for k in self._patterns if k[0] == connection_id]:
-            del self._patterns[key]
 
     def kinds(self) -> list[PollKind]:
         return [

@@ -17,15 +17,15 @@ from typing import Any, TypeAlias
 
 from sqlalchemy import Row
 
-from svc_monitor.connections.availability import CommandUnavailable, require_live_feature
-from svc_monitor.connections.models import Connection
+from svc_monitor.connections.models import CommandUnavailable, Connection
 from svc_monitor.connections.service import ConnectionService
 from svc_monitor.engine.capabilities import is_refusal
 from svc_monitor.engine.client import EngineClient
 from svc_monitor.engine.errors import EngineError
-from svc_monitor.engine.slowlog import LogEntry, LogType, parse_log_reply
+from svc_monitor.engine.slowlog import FETCH_COUNT, LogEntry, LogType, parse_log_reply
 from svc_monitor.errors import NotSupported, Unavailable
 from svc_monitor.events import now_ms
+from svc_monitor.pipe.facts import PatternCount
 from svc_monitor.slowlog.command_patterns import analyze
 from svc_monitor.slowlog.schemas import (
     CommandLogEntryRead,
@@ -74,6 +74,12 @@ def select_new(entries: Sequence[LogEntry], mark: Mark | None) -> tuple[list[Log
     ], False
 
 
+# The entries a read saw, told apart cheaply: ids only grow within a server lifetime and
+# a restart starts them again, so (newest id, its start, how many) changes with the log.
+_LogKey: TypeAlias = tuple[int, int, int]
+_PatternMemo: TypeAlias = dict[tuple[str, LogType | None], tuple[_LogKey, tuple[PatternCount, ...]]]
+
+
 class SlowlogService:
     """Stores polled log entries once each; answers live, pattern and history reads."""
 
@@ -81,6 +87,8 @@ class SlowlogService:
         self._store = store
         self._connections = connections
         self._marks: dict[_MarkKey, Mark | None] = {}
+        # The last patterns worked out per (connection, log): a quiet log is not regrouped.
+        self._patterns: _PatternMemo = {}
 
     # --- fed by the polls ---
 
@@ -135,6 +143,37 @@ class SlowlogService:
     def forget(self, connection_id: str) -> None:
         for key in [k for k in self._marks if k[0] == connection_id]:
             del self._marks[key]
+        for memo in [k for k in self._patterns if k[0] == connection_id]:
+            del self._patterns[memo]
+
+    def pattern_counts(
+        self, connection_id: str, log_type: LogType | None, entries: Sequence[LogEntry]
+    ) -> tuple[PatternCount, ...]:
+        """The entries grouped as the patterns view groups them (command_patterns.py), for
+        the facts the log polls hand to the pipe.
+
+        For large-request/large-reply the entry's third field, and so the average, is a
+        size in bytes, as in the patterns API. Over the newest FETCH_COUNT only, as any
+        poll reads, whether or not a catch-up read brought more."""
+        entries = entries[:FETCH_COUNT]  # newest first, as the server answers
+        if not entries:
+            return ()
+        newest = max(entries, key=lambda e: e.id)
+        key = (newest.id, newest.started_at_ms, len(entries))
+        cached = self._patterns.get((connection_id, log_type))
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        counts = tuple(
+            PatternCount(
+                pattern=p.pattern,
+                count=p.count,
+                avg_duration_us=p.avgDuration,
+                percentage=p.percentage,
+            )
+            for p in analyze(entries, analyzed_at=0).patterns
+        )
+        self._patterns[(connection_id, log_type)] = (key, counts)
+        return counts
 
     # --- live reads ---
 
@@ -155,7 +194,7 @@ class SlowlogService:
         """CommandUnavailable (501, with why) when detection found SLOWLOG missing: renamed,
         disabled by a managed provider, or denied to this connection's user. History is
         refused too, as COMMANDLOG's is: nothing is polled into it on such a connection."""
-        await require_live_feature(self._connections, connection, "slow_log")
+        await self._connections.require_live_feature(connection, "slow_log")
 
     async def commandlog(
         self, connection: Connection, *, count: int, log_type: LogType

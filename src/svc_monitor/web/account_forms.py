@@ -7,7 +7,7 @@ auth/broker.py, which decides whether they show at all.
 
 from starlette.requests import HTTPConnection
 
-from svc_monitor.auth.broker import BrokerService, BrokerView
+from svc_monitor.auth.broker.service import BrokerService, BrokerView
 
 
 def safe_next(target: str) -> str:

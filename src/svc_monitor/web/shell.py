@@ -8,11 +8,10 @@ also sees the instances that push over OTLP without a connection (discovered).
 import time
 from dataclasses import dataclass, field
 
-from svc_monitor.connections.discovered import DiscoveredInstance, DiscoveredInstances
-from svc_monitor.connections.live import EngineSnapshot, PushStatus
-from svc_monitor.connections.models import Connection
+from svc_monitor.connections.models import Connection, EngineSnapshot, PushStatus
 from svc_monitor.connections.service import ConnectionService
 from svc_monitor.engine.capabilities import EngineIdentity
+from svc_monitor.otlp.ingest.discovery import DiscoveredInstance, DiscoveredInstances
 
 CONNECTION_COOKIE = "svc_connection"
 

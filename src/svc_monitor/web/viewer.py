@@ -8,9 +8,8 @@ from dataclasses import dataclass
 
 from starlette.requests import HTTPConnection
 
-from svc_monitor.auth.access import principal_of
-from svc_monitor.auth.models import Principal
-from svc_monitor.auth.roles import Role
+from svc_monitor.auth.dependencies.access import principal_of
+from svc_monitor.auth.models import Principal, Role
 from svc_monitor.web.pages import Page
 
 

@@ -14,8 +14,8 @@ from annotated_types import Ge, Le
 from pydantic import BaseModel, ValidationError
 
 from svc_monitor.errors import Unprocessable
-from svc_monitor.licensing.tiers import WEBHOOK_EVENT_TIERS, Tier
-from svc_monitor.notifications.thresholds import Thresholds
+from svc_monitor.licensing.models import WEBHOOK_EVENT_TIERS, Tier
+from svc_monitor.notifications.schemas import Thresholds
 from svc_monitor.web.forms import MAX_FORM_BYTES
 from svc_monitor.webhooks.schemas import (
     AlertConfig,

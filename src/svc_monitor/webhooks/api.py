@@ -6,8 +6,8 @@ from fastapi import APIRouter, Depends, Header, Query, Response, status
 
 from svc_monitor.api.dependencies import ServicesDep
 from svc_monitor.api.error_responses import error_responses
+from svc_monitor.licensing.models import allowed_events, locked_events
 from svc_monitor.licensing.schemas import AllowedEventsRead
-from svc_monitor.licensing.tiers import allowed_events, locked_events
 from svc_monitor.webhooks.schemas import (
     DeliveryRead,
     RetryQueued,

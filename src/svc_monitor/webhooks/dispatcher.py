@@ -17,10 +17,10 @@ from typing import Any
 from svc_monitor.connections.service import ConnectionService
 from svc_monitor.errors import NotFound
 from svc_monitor.events import ConnectionsChanged, Event, EventBus, InstanceEvent
+from svc_monitor.licensing.models import WEBHOOK_EVENT_TIERS
 from svc_monitor.licensing.service import LicenseService
-from svc_monitor.licensing.tiers import WEBHOOK_EVENT_TIERS
-from svc_monitor.notifications.alerts import AlertStates
 from svc_monitor.notifications.catalogue import Measured, candidates
+from svc_monitor.notifications.service import AlertStates
 from svc_monitor.webhooks.models import Delivery, DeliveryStatus, Webhook
 from svc_monitor.webhooks.worker import DeliveryWorker, Job, now_ms
 

@@ -9,8 +9,8 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from svc_monitor.licensing.tiers import WEBHOOK_EVENT_TIERS
-from svc_monitor.notifications.thresholds import Thresholds
+from svc_monitor.licensing.models import WEBHOOK_EVENT_TIERS
+from svc_monitor.notifications.schemas import Thresholds
 
 # Ours where the spec gives no range: generous enough for any real receiver, small
 # enough that a typo (a delay of days) is refused rather than stored.

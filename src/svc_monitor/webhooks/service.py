@@ -24,8 +24,8 @@ from typing import Any
 from svc_monitor.config import Settings
 from svc_monitor.connections.service import ConnectionService
 from svc_monitor.errors import Conflict, Forbidden, NotFound, Unprocessable
+from svc_monitor.licensing.models import WEBHOOK_EVENT_TIERS
 from svc_monitor.licensing.service import LicenseService
-from svc_monitor.licensing.tiers import WEBHOOK_EVENT_TIERS
 from svc_monitor.webhooks import ssrf
 from svc_monitor.webhooks.dispatcher import envelope, instance_of
 from svc_monitor.webhooks.headers import check_custom_headers, is_sensitive_header, mask_value

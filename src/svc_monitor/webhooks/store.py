@@ -36,8 +36,8 @@ from sqlalchemy import (
     update,
 )
 
-from svc_monitor.connections.secrets import SecretBox
-from svc_monitor.notifications.thresholds import Thresholds
+from svc_monitor.kit.secret_box import SecretBox
+from svc_monitor.notifications.schemas import Thresholds
 from svc_monitor.storage.database import Database
 from svc_monitor.storage.metadata import metadata
 from svc_monitor.webhooks.models import QUEUED, Delivery, DeliveryStatus, Outcome, Webhook

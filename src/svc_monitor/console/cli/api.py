@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, WebSocket, WebSocketDisconnect, WebSocketException
 from starlette.requests import HTTPConnection
 
-from svc_monitor.auth.access import principal_of, source_ip_of
+from svc_monitor.auth.dependencies.access import principal_of, source_ip_of
 from svc_monitor.console.cli.models import CommandRefused, CommandResult, SessionClosed
 from svc_monitor.console.cli.service import CliService, CliSession
 

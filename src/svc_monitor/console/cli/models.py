@@ -31,6 +31,9 @@ class SessionClosed(Exception):
 
 # WebSocket close codes the CLI uses besides 1000 (normal) and 1009 (frame too big, sent
 # by the protocol layer).
+# A browser CLI line, not a bulk loader: 64 Ki characters holds any command a person types,
+# and bounds the UTF-8 arguments built from it at 256 KiB (parsing.py).
+MAX_LINE_CHARS = 64 * 1024
 CLOSE_POLICY = 1008  # the session ended, or too many CLI sockets are open for this user
 CLOSE_UNKNOWN_CONNECTION = 4404  # the connectionId names no connection
 CLOSE_UNUSABLE_CONNECTION = 4409  # its stored password cannot be decrypted

@@ -8,12 +8,11 @@ Each word becomes one element of the argument array sent to the server, so a lin
 
 Refused before anything is sent: unbalanced quotes, a NUL (raw or `\\x00`: no command a
 person types in a browser needs one, and C-string handling downstream could cut at it),
-more than MAX_ARGS words, a line longer than MAX_LINE_CHARS.
+more than MAX_ARGS words, a line longer than MAX_LINE_CHARS (models.py).
 """
 
-# A browser CLI line, not a bulk loader: 64 Ki characters holds any command a person types,
-# and bounds the UTF-8 arguments built from it at 256 KiB.
-MAX_LINE_CHARS = 64 * 1024
+from svc_monitor.console.cli.models import MAX_LINE_CHARS
+
 MAX_ARGS = 1000
 
 _BLANKS = frozenset(" \t\r\n")

@@ -19,7 +19,7 @@ finding 7), so a flag filter would be both leaky and over-strict.
 from dataclasses import dataclass
 from enum import StrEnum
 
-from svc_monitor.auth.roles import Role
+from svc_monitor.auth.models import Role
 
 
 class Kind(StrEnum):

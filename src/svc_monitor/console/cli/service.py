@@ -19,11 +19,9 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable
 
-from svc_monitor.auth.models import Principal
-from svc_monitor.auth.roles import Role
+from svc_monitor.auth.models import Principal, Role
 from svc_monitor.auth.service import AuthService
 from svc_monitor.config import Settings
-from svc_monitor.connections.live import LiveConnections
 from svc_monitor.connections.models import Connection
 from svc_monitor.connections.service import ConnectionNotFound, ConnectionService
 from svc_monitor.console.cli.models import (
@@ -72,7 +70,7 @@ class CliSession:
         authorization: str | None,
         source_ip: str,
         auth: AuthService,
-        live: LiveConnections,
+        connections: ConnectionService,
         unsafe: bool,
         bucket: TokenBucket,
     ) -> None:
@@ -82,7 +80,7 @@ class CliSession:
         self._authorization = authorization
         self._source_ip = source_ip
         self._auth = auth
-        self._live = live
+        self._connections = connections
         self._unsafe = unsafe
         self._bucket = bucket
         self._client: EngineClient | None = None
@@ -130,7 +128,8 @@ class CliSession:
         self, words: list[bytes], decision: Decision
     ) -> CommandResult | CommandRefused:
         if self._client is None:
-            self._client = self._live.new_client(self._live.target(self.connection))
+            connections = self._connections
+            self._client = connections.node_client(connections.target(self.connection))
         started = time.perf_counter()
         try:
             # The name goes as bytes too: valkey-py then applies no response callback
@@ -184,7 +183,6 @@ class CliService:
         *,
         auth: AuthService,
         connections: ConnectionService,
-        live: LiveConnections,
         clock: Callable[[], float] = time.monotonic,
         commands_per_second: float = COMMANDS_PER_SECOND,
         burst: int = BURST,
@@ -194,7 +192,6 @@ class CliService:
         self._burst = burst
         self._auth = auth
         self._connections = connections
-        self._live = live
         self._clock = clock
         self._open: dict[str, int] = {}
 
@@ -226,7 +223,7 @@ class CliService:
             authorization=authorization,
             source_ip=source_ip,
             auth=self._auth,
-            live=self._live,
+            connections=self._connections,
             unsafe=self._unsafe,
             bucket=TokenBucket(rate=self._rate, burst=self._burst, clock=self._clock),
         )

@@ -22,8 +22,8 @@ from fastapi import (
 from fastapi.responses import StreamingResponse
 
 from svc_monitor.api.error_responses import error_responses
-from svc_monitor.auth.access import principal_of
-from svc_monitor.auth.origin import same_origin
+from svc_monitor.auth.dependencies.access import principal_of
+from svc_monitor.auth.dependencies.origin import same_origin
 from svc_monitor.auth.service import AuthService
 from svc_monitor.connections.dependencies import SelectedConnection
 from svc_monitor.console.monitor.dependencies import CaptureConnection, MonitorDep

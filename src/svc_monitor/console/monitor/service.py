@@ -19,9 +19,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 
 from svc_monitor.config import Settings, StorageType
-from svc_monitor.connections.availability import CommandUnavailable, require_live_feature
-from svc_monitor.connections.live import LiveConnections
-from svc_monitor.connections.models import Connection
+from svc_monitor.connections.models import CommandUnavailable, Connection
 from svc_monitor.connections.service import ConnectionService
 from svc_monitor.console.monitor.capture import Capture
 from svc_monitor.console.monitor.models import (
@@ -107,12 +105,10 @@ class MonitorService:
         self,
         store: MonitorStore,
         connections: ConnectionService,
-        live: LiveConnections,
         settings: Settings,
     ) -> None:
         self._store = store
         self._connections = connections
-        self._live = live
         self._settings = settings
         self._redact = settings.MONITOR_REDACT_VALUES
         self._connect_timeout_s = settings.ENGINE_CONNECT_TIMEOUT_MS / 1000
@@ -152,7 +148,7 @@ class MonitorService:
             allowed = True  # a capture is reading MONITOR right now
         elif problem is None:
             try:
-                await require_live_feature(self._connections, connection, "monitor")
+                await self._connections.require_live_feature(connection, "monitor")
             except CommandUnavailable as exc:
                 allowed, problem = False, exc.message  # known missing: no stream opened
             else:
@@ -189,8 +185,8 @@ class MonitorService:
         try:
             if await self.running(connection) is not None:
                 raise busy
-            await require_live_feature(self._connections, connection, "monitor")
-            target = self._live.target(connection)
+            await self._connections.require_live_feature(connection, "monitor")
+            target = self._connections.target(connection)
             try:
                 stream = await self._open(target)
             except EngineError as exc:
@@ -374,7 +370,7 @@ class MonitorService:
 
     async def _probe(self, connection: Connection) -> tuple[bool | None, str | None]:
         """Whether the engine lets our user run MONITOR: try it, and hang up at once."""
-        target = self._live.target(connection)
+        target = self._connections.target(connection)
         remembered = self._probes.get(target)
         if remembered is not None and time.monotonic() - remembered[0] < PROBE_MEMORY_S:
             return remembered[1], remembered[2] or None

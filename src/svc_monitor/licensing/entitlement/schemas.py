@@ -4,7 +4,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from svc_monitor.licensing.tiers import Tier
+from svc_monitor.licensing.models import Tier
 
 LicenseStatus = Literal["active", "suspended", "cancelled"]
 # Shape only: who receives the licence is a human's job, not a DNS lookup's.

@@ -35,7 +35,7 @@ from svc_monitor.licensing.entitlement.store import (
     licenses,
     telemetry_reports,
 )
-from svc_monitor.licensing.tiers import Tier, features_of
+from svc_monitor.licensing.models import Tier, features_of
 
 DAY_MS = 86_400_000
 ONLINE_VALIDITY_MS = 7 * DAY_MS

@@ -11,9 +11,9 @@ from fastapi.responses import PlainTextResponse
 
 from svc_monitor.api.dependencies import ServicesDep
 from svc_monitor.api.error_responses import error_responses
-from svc_monitor.auth.origin import public_base
-from svc_monitor.connections.addresses import is_plain_host
+from svc_monitor.auth.dependencies.origin import public_base
 from svc_monitor.errors import Unprocessable
+from svc_monitor.kit.addresses import is_plain_host
 from svc_monitor.otlp.ingest.collector_config import VERSION_PATTERN, Engine, collector_config
 
 router = APIRouter(tags=["otlp"])

@@ -30,14 +30,13 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
 )
 from opentelemetry.proto.common.v1.common_pb2 import KeyValue
 
-from svc_monitor.connections.discovered import DiscoveredInstances
-from svc_monitor.connections.live import LiveConnections, PushStatus
-from svc_monitor.connections.models import Connection
+from svc_monitor.connections.models import Connection, PushStatus
 from svc_monitor.connections.service import ConnectionService
 from svc_monitor.engine.errors import PushStale
 from svc_monitor.engine.info import FieldValue, ParsedInfo
 from svc_monitor.events import ConnectionsChanged, EventBus, Subscription
 from svc_monitor.otlp.ingest.counts import IngestCounts
+from svc_monitor.otlp.ingest.discovery import DiscoveredInstances
 from svc_monitor.otlp.ingest.fields import PushedFields
 from svc_monitor.otlp.ingest.identity import AddressBook, resource_address
 from svc_monitor.otlp.ingest.mapping import Engine
@@ -92,7 +91,6 @@ class MetricsReceiver:
         self,
         *,
         connections: ConnectionService,
-        live: LiveConnections,
         live_state: LiveState,
         pipe: Pipe,
         health: InstanceHealth,
@@ -104,7 +102,6 @@ class MetricsReceiver:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._connections = connections
-        self._live = live
         self._live_state = live_state
         self._pipe = pipe
         self._health = health
@@ -143,7 +140,7 @@ class MetricsReceiver:
                 self._pushed[connection_id] = _Pushed(
                     connection, PushedFields(self._stale_after_ms), since_ms=now
                 )
-                self._live.set_push_status(connection_id, PushStatus(False, now))
+                self._connections.set_push_status(connection_id, PushStatus(False, now))
             elif (held.connection.host, held.connection.port) != (
                 connection.host,
                 connection.port,
@@ -153,7 +150,7 @@ class MetricsReceiver:
                 self._pushed[connection_id] = _Pushed(
                     connection, PushedFields(self._stale_after_ms), since_ms=now
                 )
-                self._live.set_push_status(connection_id, PushStatus(False, now))
+                self._connections.set_push_status(connection_id, PushStatus(False, now))
             else:
                 held.connection = connection
         self._loaded = True
@@ -335,7 +332,7 @@ class MetricsReceiver:
 
     def _publish_status(self, pushed: _Pushed) -> None:
         engine, version, attribute = pushed.version()
-        self._live.set_push_status(
+        self._connections.set_push_status(
             pushed.connection.id,
             PushStatus(
                 connected=pushed.connected,

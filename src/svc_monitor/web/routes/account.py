@@ -12,8 +12,8 @@ from urllib.parse import unquote
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from svc_monitor.auth.access import principal_of, source_ip_of
-from svc_monitor.auth.broker import broker_error_message
+from svc_monitor.auth.broker.service import broker_error_message
+from svc_monitor.auth.dependencies.access import principal_of, source_ip_of
 from svc_monitor.auth.service import AuthService, SignedIn
 from svc_monitor.errors import AppError
 from svc_monitor.web.account_forms import broker_context, safe_next

@@ -14,11 +14,11 @@ from typing import Any, Literal
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
-from svc_monitor.anomaly.detectors import READY_AT, WINDOW
+from svc_monitor.anomaly.models import READY_AT, WINDOW
 from svc_monitor.anomaly.service import AnomalyNotFound
 from svc_monitor.errors import Conflict
-from svc_monitor.licensing.gates import FeatureLocked
-from svc_monitor.licensing.tiers import Feature
+from svc_monitor.licensing.dependencies import FeatureLocked
+from svc_monitor.licensing.models import Feature
 from svc_monitor.web.dependencies import FromThisPage, Ui, UiDep
 from svc_monitor.web.forms import parse_form
 from svc_monitor.web.pages import Page

@@ -9,7 +9,7 @@ from typing import Literal
 from fastapi import APIRouter
 from fastapi.responses import HTMLResponse
 
-from svc_monitor.console.cli.parsing import MAX_LINE_CHARS
+from svc_monitor.console.cli.models import MAX_LINE_CHARS
 from svc_monitor.web.dependencies import Ui, UiDep
 from svc_monitor.web.live import pushed
 from svc_monitor.web.pages import Page

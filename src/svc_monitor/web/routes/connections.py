@@ -15,12 +15,16 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Request
 from fastapi.responses import HTMLResponse, Response
 
-from svc_monitor.auth.origin import public_base
-from svc_monitor.connections.addresses import is_plain_host
+from svc_monitor.auth.dependencies.origin import public_base
 from svc_monitor.connections.models import Connection
-from svc_monitor.connections.schemas import ConnectionCreate, ConnectionTest, ConnectionUpdate
-from svc_monitor.connections.views import to_read
+from svc_monitor.connections.schemas import (
+    ConnectionCreate,
+    ConnectionTest,
+    ConnectionUpdate,
+    to_read,
+)
 from svc_monitor.errors import AppError, Conflict
+from svc_monitor.kit.addresses import is_plain_host
 from svc_monitor.otlp.ingest.collector_config import VERSION_PATTERN, Engine, collector_config
 from svc_monitor.web.dependencies import UI_HEADERS, FromThisPage, Ui, UiDep
 from svc_monitor.web.forms import (

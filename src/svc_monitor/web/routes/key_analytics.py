@@ -11,10 +11,9 @@ from dataclasses import dataclass
 from fastapi import APIRouter
 from fastapi.responses import HTMLResponse
 
-from svc_monitor.key_analytics.key_patterns import bucket_labels
-from svc_monitor.key_analytics.models import SizeBucket, Snapshot
-from svc_monitor.licensing.gates import FeatureLocked
-from svc_monitor.licensing.tiers import Feature
+from svc_monitor.key_analytics.models import SizeBucket, Snapshot, bucket_labels
+from svc_monitor.licensing.dependencies import FeatureLocked
+from svc_monitor.licensing.models import Feature
 from svc_monitor.web.dependencies import UiDep
 from svc_monitor.web.pages import Page
 

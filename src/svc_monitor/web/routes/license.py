@@ -11,9 +11,9 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
 from svc_monitor.errors import AppError
+from svc_monitor.licensing.dependencies import token_from_form
+from svc_monitor.licensing.models import FEATURE_TIERS, Feature, Tier
 from svc_monitor.licensing.schemas import LicenseStatusRead
-from svc_monitor.licensing.tiers import FEATURE_TIERS, Feature, Tier
-from svc_monitor.licensing.upload import token_from_form
 from svc_monitor.web.dependencies import FromThisPage, Ui, UiDep
 
 router = APIRouter(include_in_schema=False)

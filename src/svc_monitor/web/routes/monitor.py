@@ -13,7 +13,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.responses import HTMLResponse
 
-from svc_monitor.auth.access import principal_of
+from svc_monitor.auth.dependencies.access import principal_of
 from svc_monitor.console.monitor.models import CaptureSession
 from svc_monitor.console.monitor.service import (
     DEFAULT_DURATION_MS,

@@ -12,9 +12,8 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from svc_monitor.auth.models import Invitation, InvitationStatus, Principal, User
-from svc_monitor.auth.origin import public_base
-from svc_monitor.auth.roles import Role
+from svc_monitor.auth.dependencies.origin import public_base
+from svc_monitor.auth.models import Invitation, InvitationStatus, Principal, Role, User
 from svc_monitor.errors import AppError, NotFound
 from svc_monitor.web.dependencies import FromThisPage, Ui, UiDep
 from svc_monitor.web.forms import parse_form

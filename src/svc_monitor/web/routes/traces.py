@@ -19,7 +19,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import HTMLResponse
 
-from svc_monitor.auth.origin import public_base
+from svc_monitor.auth.dependencies.origin import public_base
 from svc_monitor.connections.models import Connection
 from svc_monitor.events import now_ms
 from svc_monitor.traces.schemas import SpanRead, TraceRead, TraceSummaryRead

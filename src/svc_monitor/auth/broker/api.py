@@ -12,10 +12,10 @@ from fastapi.responses import RedirectResponse
 from pydantic import BaseModel
 
 from svc_monitor.api.error_responses import error_responses
-from svc_monitor.auth.access import source_ip_of
-from svc_monitor.auth.broker import BrokerService, BrokerState
-from svc_monitor.auth.dependencies import AuthDep
-from svc_monitor.auth.origin import public_base
+from svc_monitor.auth.broker.service import BrokerService, BrokerState
+from svc_monitor.auth.dependencies.access import source_ip_of
+from svc_monitor.auth.dependencies.origin import public_base
+from svc_monitor.auth.dependencies.principal import AuthDep
 
 router = APIRouter(prefix="/auth/broker", tags=["workspace"])
 

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from urllib.parse import urlencode, urlsplit
 
-from svc_monitor.auth.broker_keys import trusted_keys
-from svc_monitor.auth.broker_tokens import (
+from svc_monitor.auth.broker.keys import trusted_keys
+from svc_monitor.auth.broker.tokens import (
     COOKIE_PATH,
     INTENTS,
     PROVIDERS,
@@ -38,7 +38,7 @@ from svc_monitor.auth.broker_tokens import (
     same_secret,
     verify_assertion,
 )
-from svc_monitor.auth.origin import origin_of
+from svc_monitor.auth.dependencies.origin import origin_of
 from svc_monitor.auth.service import AuthService, SignedIn
 from svc_monitor.auth.sessions import new_secret
 from svc_monitor.config import Settings

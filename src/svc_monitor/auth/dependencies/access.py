@@ -22,8 +22,8 @@ from pydantic import SecretStr
 from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from svc_monitor.auth.dependencies.origin import client_ip, same_origin
 from svc_monitor.auth.models import Principal, Via
-from svc_monitor.auth.origin import client_ip, same_origin
 from svc_monitor.auth.roles import MUTATIONS, Access, rule_for
 from svc_monitor.auth.service import AuthService
 from svc_monitor.config import Settings

@@ -4,7 +4,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from svc_monitor.auth.access import principal_of
+from svc_monitor.auth.dependencies.access import principal_of
 from svc_monitor.auth.models import Principal
 from svc_monitor.auth.service import AuthService
 from svc_monitor.errors import NotFound, Unauthorized

@@ -1,16 +1,60 @@
-"""Reading an offline licence token from a request: JSON, multipart or a raw body.
+"""What licensing routes take from a request.
 
-Shared by PUT /api/license/offline and the UI's License form, so both accept the same
-uploads with the same limits and messages.
+Feature gates: a route that needs a paid feature says
+
+    @router.get(..., dependencies=[RequireFeature(Feature.ANOMALY_DETECTION).depends],
+                responses=error_responses(403))
+
+and answers 403 naming the feature and the tier it needs when this install's tier
+does not include it. Which tier unlocks what lives in models.py, nowhere else.
+
+An offline licence token, read from JSON, multipart or a raw body: shared by PUT
+/api/license/offline and the UI's License form, so both accept the same uploads with the
+same limits and messages.
 """
 
-from fastapi import Request
+from typing import Any
+
+from fastapi import Depends, Request
 from pydantic import ValidationError
 from starlette.datastructures import UploadFile
 
-from svc_monitor.errors import AppError, Unprocessable
+from svc_monitor.errors import AppError, Forbidden, Unprocessable
+from svc_monitor.licensing.models import Feature, Tier
 from svc_monitor.licensing.schemas import OfflineLicenseWrite
 from svc_monitor.licensing.tokens import MAX_TOKEN_CHARS
+
+
+class FeatureLocked(Forbidden):
+    def __init__(self, feature: Feature, current: Tier) -> None:
+        needed = feature.tier
+        higher = " or Enterprise" if needed is Tier.PRO else ""
+        super().__init__(
+            f"{feature.label} needs the {needed.label}{higher} tier; this install runs "
+            f"{current.label} (see Settings, License)"
+        )
+        self.extra = {
+            "feature": feature.value,
+            "requiredTier": needed.value,
+            "currentTier": current.value,
+        }
+
+
+class RequireFeature:
+    """A route dependency; `feature` is kept so tests and docs can list gated routes."""
+
+    def __init__(self, feature: Feature) -> None:
+        self.feature = feature
+
+    async def __call__(self, request: Request) -> None:
+        license = request.app.state.services.license
+        if not license.allows(self.feature):
+            raise FeatureLocked(self.feature, license.tier)
+
+    @property
+    def depends(self) -> Any:
+        return Depends(self)
+
 
 # A token file is about 1 KB; a multipart envelope adds a few hundred bytes.
 MAX_UPLOAD_BYTES = MAX_TOKEN_CHARS + 4096
