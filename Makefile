@@ -23,9 +23,10 @@ test: install
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 lint: install
-	$(BIN)/ruff format --check src tests bench
-	$(BIN)/ruff check src tests bench
-	$(BIN)/mypy src tests bench
+	$(BIN)/ruff format --check src tests bench scripts
+	$(BIN)/ruff check src tests bench scripts
+	$(BIN)/mypy src tests bench scripts
+	$(BIN)/lint-imports --no-cache
 
 bench: install
 	$(BIN)/python bench/startup.py

@@ -70,8 +70,8 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Status
 from svc_monitor.app import create_app
 from svc_monitor.config import Settings, StorageType
 from svc_monitor.kit.embedded_valkey import EmbeddedValkey
+from svc_monitor.otlp.ingest.api import MAX_BODY_BYTES, Encoding, decode
 from svc_monitor.otlp.ingest.mapping import CPU_STATES, TABLE
-from svc_monitor.otlp.ingest.protocol import MAX_BODY_BYTES, Encoding, decode
 from svc_monitor.services import Services
 
 NOWHERE = "http://127.0.0.1:9"  # the update check must not leave loopback

@@ -1,17 +1,35 @@
-"""An import-linter contract type of our own: domains reach each other only through their
-public modules.
+"""Import-linter contract types of our own.
+
+Domain boundaries: domains reach each other only through their public modules.
 
 A domain (a package such as `webhooks` or `console.monitor`) keeps its store, its routes
 and its helpers to itself; another package may import only its `service`, `models` and
 `schemas` (modules, or packages of that name, at any depth: `auth.broker.service`), and a
-route (an `api`, `*_api` or `web` module) also its `dependencies`. The composition roots, which build every store and service, are
-exempt. Configured in pyproject.toml and run by `make lint` (lint-imports).
+route (an `api`, `*_api` or `web` module) also its `dependencies`. The composition roots,
+which build every store and service, are exempt.
+
+Routes only: a web framework is imported by the routes (and the composition roots that
+mount them), never below them: services, stores, models, the pipe and the infrastructure
+stay plain Python that a test or another process can use without an app.
+
+Configured in pyproject.toml and run by `make lint` (lint-imports).
 """
 
 from dataclasses import dataclass
+from typing import Any, cast
 
 import grimp
 from importlinter import Contract, ContractCheck, fields, output
+
+
+def _strings(value: Any) -> list[str]:
+    """A contract's list option as read (import-linter swaps the fields for their values)."""
+    return list(cast("list[str] | None", value) or [])
+
+
+def is_route(module: str, route_names: tuple[str, ...]) -> bool:
+    """A module named, or inside a package named, for routes (`api`, `web`, `*_api` ...)."""
+    return any(p in route_names or p.endswith("_api") for p in module.split(".")[1:])
 
 
 @dataclass(frozen=True, order=True)
@@ -31,9 +49,9 @@ class DomainBoundaries(Contract):
     exempt = fields.ListField(subfield=fields.StringField(), required=False)
 
     def check(self, graph: grimp.ImportGraph, verbose: bool) -> ContractCheck:
-        root = self.session_options["root_packages"][0]
-        domains = sorted((f"{root}.{d}" for d in self.domains), key=len, reverse=True)
-        exempt = {f"{root}.{m}" for m in self.exempt or ()}
+        root = _strings(self.session_options["root_packages"])[0]
+        domains = sorted((f"{root}.{d}" for d in _strings(self.domains)), key=len, reverse=True)
+        exempt = {f"{root}.{m}" for m in _strings(self.exempt)}
         reaches = []
         for importer in sorted(graph.modules):
             if _within(importer, exempt):
@@ -60,16 +78,14 @@ class DomainBoundaries(Contract):
 
     def _allowed(self, importer: str, imported: str, domain: str) -> bool:
         inside = imported[len(domain) + 1 :].split(".") if imported != domain else []
-        public = set(self.public)
+        public = set(_strings(self.public))
         if self._is_route(importer):
-            public |= set(self.route_public or ())
+            public |= set(_strings(self.route_public))
         # `auth.broker.service` is auth's (the broker's) service; `schemas/` may be a package.
         return any(part in public for part in inside)
 
     def _is_route(self, module: str) -> bool:
-        """A module named, or inside a package named, for routes (`api`, `web`, `*_api`)."""
-        names = self.routes or ()
-        return any(p in names or p.endswith("_api") for p in module.split(".")[1:])
+        return is_route(module, tuple(_strings(self.routes)))
 
 
 def _domain_of(module: str, domains: list[str]) -> str | None:
@@ -78,3 +94,37 @@ def _domain_of(module: str, domains: list[str]) -> str | None:
 
 def _within(module: str, packages: set[str]) -> bool:
     return any(module == p or module.startswith(p + ".") for p in packages)
+
+
+class RoutesOnly(Contract):
+    type_name = "routes_only"
+
+    packages = fields.ListField(subfield=fields.StringField())
+    routes = fields.ListField(subfield=fields.StringField())
+    exempt = fields.ListField(subfield=fields.StringField(), required=False)
+
+    def check(self, graph: grimp.ImportGraph, verbose: bool) -> ContractCheck:
+        root = _strings(self.session_options["root_packages"])[0]
+        exempt = {f"{root}.{m}" for m in _strings(self.exempt)}
+        routes = tuple(_strings(self.routes))
+        reaches = []
+        for package in _strings(self.packages):
+            for importer in sorted(graph.find_modules_that_directly_import(package)):
+                if not importer.startswith(root + ".") or _within(importer, exempt):
+                    continue
+                if is_route(importer, routes):
+                    continue
+                details = graph.get_import_details(importer=importer, imported=package)
+                lines = tuple(sorted(d["line_number"] for d in details))
+                reaches.append(_Reach(importer, package, lines))
+        return ContractCheck(kept=not reaches, metadata={"reaches": sorted(reaches)})
+
+    def render_broken_contract(self, check: ContractCheck) -> None:
+        for reach in check.metadata["reaches"]:
+            lines = ", ".join(str(n) for n in reach.line_numbers)
+            output.print_error(f"{reach.importer} -> {reach.imported} (l. {lines})")
+        output.new_line()
+        output.print(
+            "Keep the web framework in the routes (api.py, dependencies, web/): a service "
+            "raises errors.py's errors and returns plain values."
+        )

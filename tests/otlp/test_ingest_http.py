@@ -1,4 +1,4 @@
-"""The OTLP/HTTP receivers as a Collector or an SDK meets them (otlp/ingest/protocol.py).
+"""The OTLP/HTTP receivers as a Collector or an SDK meets them (otlp/ingest/api.py).
 
 Gate (404, 401), content type and encoding (415), size measured while inflating (413),
 malformed bodies (400 with a google.rpc.Status in the request's encoding, never 500),
@@ -28,8 +28,8 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
 from opentelemetry.proto.common.v1.common_pb2 import KeyValue
 
 from svc_monitor.app import create_app
-from svc_monitor.otlp.ingest import protocol as ingest_http
-from svc_monitor.otlp.ingest.protocol import MAX_BODY_BYTES, Encoding, IngestRefused
+from svc_monitor.otlp.ingest import api as ingest_http
+from svc_monitor.otlp.ingest.api import MAX_BODY_BYTES, Encoding, IngestRefused
 from tests.fixtures.app import AppFactory, RunningApp, make_settings, serve_app, target_of
 from tests.fixtures.servers import RunningServer
 

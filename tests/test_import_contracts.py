@@ -1,0 +1,111 @@
+"""The import contracts `make lint` runs (pyproject.toml, [tool.importlinter]) hold for the
+tree, and each one catches the import it exists to forbid.
+
+Each deliberate violation is written into a copy of the package, and lint-imports runs
+over the copy with the project's own configuration: the contract that forbids it must
+fail, naming the offending import.
+"""
+
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+
+
+@dataclass(frozen=True)
+class Violation:
+    module: str  # relative to src/svc_monitor
+    line: str  # appended to the module
+    contract: str  # the name of the contract that must break
+    shown: str  # what the report must name
+
+
+VIOLATIONS = [
+    Violation(
+        "pipe/pipe.py",
+        "import svc_monitor.polling.supervisor",
+        "Layers: composition roots, routes, sources and exports, domains, the pipe",
+        "svc_monitor.pipe.pipe -> svc_monitor.polling.supervisor",
+    ),
+    Violation(
+        "kit/pem.py",
+        "import svc_monitor.config",
+        "Layers: composition roots, routes, sources and exports, domains, the pipe",
+        "svc_monitor.kit.pem -> svc_monitor.config",
+    ),
+    Violation(
+        "webhooks/signing.py",
+        "from fastapi import Request",
+        "No FastAPI or Starlette below the routes",
+        "svc_monitor.webhooks.signing",
+    ),
+    Violation(
+        "slowlog/service.py",
+        "import fastapi",
+        "No FastAPI or Starlette below the routes",
+        "svc_monitor.slowlog.service -> fastapi",
+    ),
+    Violation(
+        "forecast/service.py",
+        "from svc_monitor.info_history.store import MetricsStore",
+        "Another domain is reached only through its service, models and schemas",
+        "svc_monitor.forecast.service -> svc_monitor.info_history.store",
+    ),
+    Violation(
+        "connections/models.py",
+        "import svc_monitor.connections.service",
+        "No package-level import cycles",
+        "svc_monitor.connections",
+    ),
+]
+
+
+def lint_imports(cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--no-cache"],
+        cwd=cwd,
+        env={"PYTHONPATH": str(cwd / "src"), "PATH": "/usr/bin:/bin", "COLUMNS": "200"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The package, the configuration and the contract types, outside the real tree."""
+    copy = tmp_path_factory.mktemp("contracts")
+    shutil.copytree(ROOT / "src" / "svc_monitor", copy / "src" / "svc_monitor")
+    shutil.copytree(ROOT / "scripts", copy / "scripts")
+    shutil.copy(ROOT / "pyproject.toml", copy / "pyproject.toml")
+    return copy
+
+
+def test_the_tree_keeps_every_contract(checkout: Path):
+    done = lint_imports(checkout)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "broken" not in done.stdout.lower().replace("0 broken", "")
+
+
+@pytest.mark.parametrize("violation", VIOLATIONS, ids=[v.module for v in VIOLATIONS])
+def test_a_forbidden_import_breaks_its_contract(checkout: Path, violation: Violation):
+    module = checkout / "src" / "svc_monitor" / violation.module
+    original = module.read_text()
+    module.write_text(original + f"\n{violation.line}  # noqa\n")
+    try:
+        done = lint_imports(checkout)
+    finally:
+        module.write_text(original)
+    report = done.stdout + done.stderr
+    assert done.returncode != 0, report
+    assert f"{violation.contract}" in report
+    broken = report[report.index("Broken contracts") :]
+    assert violation.contract.split(":")[0] in broken
+    assert violation.shown in " ".join(broken.split()), broken
