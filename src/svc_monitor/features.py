@@ -18,7 +18,7 @@ from svc_monitor.audit.service import AuditService
 from svc_monitor.client_analytics import store as client_analytics_store
 from svc_monitor.client_analytics.api import router as client_analytics_router
 from svc_monitor.client_analytics.service import ClientAnalyticsService
-from svc_monitor.cluster.api import router as cluster_router
+from svc_monitor.cluster.api import live_router as cluster_live_router, router as cluster_router
 from svc_monitor.cluster.service import ClusterService
 from svc_monitor.commandstats import store as commandstats_store
 from svc_monitor.commandstats.api import router as commandstats_router
@@ -76,6 +76,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     audit_router,
     client_analytics_router,
     live_router,
+    cluster_live_router,
     commandstats_router,
     latency_router,
     cluster_router,

@@ -1,4 +1,5 @@
-"""Cluster-wide routes (under /api): every node, from one seed connection."""
+"""Cluster routes (under /api/metrics/cluster): every node, from one seed connection, and
+the seed's own cluster reads (CLUSTER INFO, NODES, SLOT-STATS) made live."""
 
 from typing import Annotated, Literal
 
@@ -9,9 +10,15 @@ from svc_monitor.cluster.dependencies import ClustersDep
 from svc_monitor.cluster.schemas import ClusterClient, ClusterLogEntry, ClusterNodeStats
 from svc_monitor.connections.dependencies import ConnectionServiceDep, SelectedConnection
 from svc_monitor.errors import NotSupported
+from svc_monitor.live.dependencies import LiveMetricsDep
+from svc_monitor.live.schemas import ClusterInfoRead, ClusterNodeRead, SlotStatsRead
 from svc_monitor.slowlog.service import COMMANDLOG_UNSUPPORTED
 
 router = APIRouter(prefix="/metrics/cluster", tags=["cluster"])
+# The seed's reads keep the tag of the other live reads in the API docs.
+live_router = APIRouter(prefix="/metrics/cluster", tags=["live metrics"])
+
+_CLUSTER = error_responses(404, 409, 501, 503)
 
 
 @router.get(
@@ -73,3 +80,37 @@ async def list_cluster_clients(
     """Clients of every node, each naming its node; the monitor's own connections are
     left out."""
     return await clusters.merged_clients(connection)
+
+
+@live_router.get("/info", response_model=ClusterInfoRead, responses=_CLUSTER)
+async def get_cluster_info(connection: SelectedConnection, live: LiveMetricsDep) -> ClusterInfoRead:
+    """CLUSTER INFO as an object. A server with cluster mode disabled answers 409."""
+    return await live.cluster_info(connection)
+
+
+@live_router.get("/nodes", response_model=list[ClusterNodeRead], responses=_CLUSTER)
+async def list_cluster_nodes(
+    connection: SelectedConnection, live: LiveMetricsDep
+) -> list[ClusterNodeRead]:
+    """CLUSTER NODES, parsed: every node with flags, primary, link state and slot ranges,
+    including slots being migrated or imported. 409 when cluster mode is disabled."""
+    return await live.cluster_nodes(connection)
+
+
+@live_router.get(
+    "/slot-stats",
+    response_model=SlotStatsRead,
+    responses=error_responses(404, 409, 422, 501, 503),
+)
+async def get_slot_stats(
+    connection: SelectedConnection,
+    live: LiveMetricsDep,
+    order_by: Annotated[
+        Literal["key-count", "cpu-usec"], Query(alias="orderBy", description="sort metric")
+    ] = "key-count",
+    limit: Annotated[int, Query(ge=1, le=16384, description="at most this many slots")] = 100,
+) -> SlotStatsRead:
+    """CLUSTER SLOT-STATS (Valkey 8.0+ in cluster mode): the top slots by `orderBy`, keyed by
+    slot number. 501 when the engine lacks it; 409 when cluster mode is disabled, or for
+    `cpu-usec` when the server does not track it (`cluster-slot-stats-enabled no`)."""
+    return await live.slot_stats(connection, order_by=order_by, limit=limit)

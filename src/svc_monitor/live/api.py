@@ -1,10 +1,11 @@
-"""Live-read metrics routes (under /api): latency, memory, role, cluster, config, keyspace.
+"""Live-read metrics routes (under /api): latency, memory, role, config, keyspace (the
+cluster ones are in cluster/api.py).
 
 Every route reads the engine of the selected connection (`X-Connection-Id`) at request time.
 Engine refusals answer 501 with the engine's words, an unreachable engine 503.
 """
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
 
@@ -12,8 +13,6 @@ from svc_monitor.api.error_responses import error_responses
 from svc_monitor.connections.dependencies import SelectedConnection
 from svc_monitor.live.dependencies import LiveMetricsDep
 from svc_monitor.live.schemas import (
-    ClusterInfoRead,
-    ClusterNodeRead,
     CommandHistogramRead,
     ConfigParameterRead,
     ConfigValues,
@@ -24,14 +23,12 @@ from svc_monitor.live.schemas import (
     MemoryStatsRead,
     Report,
     RoleRead,
-    SlotStatsRead,
     Success,
 )
 
 router = APIRouter(tags=["live metrics"])
 
 _LIVE = error_responses(404, 501, 503)
-_CLUSTER = error_responses(404, 409, 501, 503)
 
 
 @router.get("/metrics/latency/latest", response_model=list[LatencyEventRead], responses=_LIVE)
@@ -113,40 +110,6 @@ async def get_memory_doctor(connection: SelectedConnection, live: LiveMetricsDep
 async def get_role(connection: SelectedConnection, live: LiveMetricsDep) -> RoleRead:
     """ROLE: master (offset, replicas), slave (master, link state, offset) or sentinel."""
     return await live.role(connection)
-
-
-@router.get("/metrics/cluster/info", response_model=ClusterInfoRead, responses=_CLUSTER)
-async def get_cluster_info(connection: SelectedConnection, live: LiveMetricsDep) -> ClusterInfoRead:
-    """CLUSTER INFO as an object. A server with cluster mode disabled answers 409."""
-    return await live.cluster_info(connection)
-
-
-@router.get("/metrics/cluster/nodes", response_model=list[ClusterNodeRead], responses=_CLUSTER)
-async def list_cluster_nodes(
-    connection: SelectedConnection, live: LiveMetricsDep
-) -> list[ClusterNodeRead]:
-    """CLUSTER NODES, parsed: every node with flags, primary, link state and slot ranges,
-    including slots being migrated or imported. 409 when cluster mode is disabled."""
-    return await live.cluster_nodes(connection)
-
-
-@router.get(
-    "/metrics/cluster/slot-stats",
-    response_model=SlotStatsRead,
-    responses=error_responses(404, 409, 422, 501, 503),
-)
-async def get_slot_stats(
-    connection: SelectedConnection,
-    live: LiveMetricsDep,
-    order_by: Annotated[
-        Literal["key-count", "cpu-usec"], Query(alias="orderBy", description="sort metric")
-    ] = "key-count",
-    limit: Annotated[int, Query(ge=1, le=16384, description="at most this many slots")] = 100,
-) -> SlotStatsRead:
-    """CLUSTER SLOT-STATS (Valkey 8.0+ in cluster mode): the top slots by `orderBy`, keyed by
-    slot number. 501 when the engine lacks it; 409 when cluster mode is disabled, or for
-    `cpu-usec` when the server does not track it (`cluster-slot-stats-enabled no`)."""
-    return await live.slot_stats(connection, order_by=order_by, limit=limit)
 
 
 # TODO(auth): /metrics/config and /metrics/config/{parameter} become admin/owner only once
