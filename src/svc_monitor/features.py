@@ -124,7 +124,7 @@ def build_features(services: Services) -> tuple[Features, list[PollKind]]:
         slowlog=slowlog,
         audit=audit,
         client_analytics=client_analytics,
-        live=LiveMetricsService(connections, clusters),
+        live=LiveMetricsService(connections),
         latency=latency,
         clusters=clusters,
         cli=CliService(settings, auth=services.auth, connections=connections),

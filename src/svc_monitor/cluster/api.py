@@ -7,15 +7,20 @@ from fastapi import APIRouter, Query
 
 from svc_monitor.api.error_responses import error_responses
 from svc_monitor.cluster.dependencies import ClustersDep
-from svc_monitor.cluster.schemas import ClusterClient, ClusterLogEntry, ClusterNodeStats
+from svc_monitor.cluster.schemas import (
+    ClusterClient,
+    ClusterInfoRead,
+    ClusterLogEntry,
+    ClusterNodeRead,
+    ClusterNodeStats,
+    SlotStatsRead,
+)
 from svc_monitor.connections.dependencies import ConnectionServiceDep, SelectedConnection
 from svc_monitor.errors import NotSupported
-from svc_monitor.live.dependencies import LiveMetricsDep
-from svc_monitor.live.schemas import ClusterInfoRead, ClusterNodeRead, SlotStatsRead
 from svc_monitor.slowlog.service import COMMANDLOG_UNSUPPORTED
 
 router = APIRouter(prefix="/metrics/cluster", tags=["cluster"])
-# The seed's reads keep the tag of the other live reads in the API docs.
+# The seed's own reads keep the tag of the other live reads in the API docs.
 live_router = APIRouter(prefix="/metrics/cluster", tags=["live metrics"])
 
 _CLUSTER = error_responses(404, 409, 501, 503)
@@ -83,18 +88,20 @@ async def list_cluster_clients(
 
 
 @live_router.get("/info", response_model=ClusterInfoRead, responses=_CLUSTER)
-async def get_cluster_info(connection: SelectedConnection, live: LiveMetricsDep) -> ClusterInfoRead:
+async def get_cluster_info(
+    connection: SelectedConnection, clusters: ClustersDep
+) -> ClusterInfoRead:
     """CLUSTER INFO as an object. A server with cluster mode disabled answers 409."""
-    return await live.cluster_info(connection)
+    return await clusters.cluster_info(connection)
 
 
 @live_router.get("/nodes", response_model=list[ClusterNodeRead], responses=_CLUSTER)
 async def list_cluster_nodes(
-    connection: SelectedConnection, live: LiveMetricsDep
+    connection: SelectedConnection, clusters: ClustersDep
 ) -> list[ClusterNodeRead]:
     """CLUSTER NODES, parsed: every node with flags, primary, link state and slot ranges,
     including slots being migrated or imported. 409 when cluster mode is disabled."""
-    return await live.cluster_nodes(connection)
+    return await clusters.cluster_nodes(connection)
 
 
 @live_router.get(
@@ -104,7 +111,7 @@ async def list_cluster_nodes(
 )
 async def get_slot_stats(
     connection: SelectedConnection,
-    live: LiveMetricsDep,
+    clusters: ClustersDep,
     order_by: Annotated[
         Literal["key-count", "cpu-usec"], Query(alias="orderBy", description="sort metric")
     ] = "key-count",
@@ -113,4 +120,4 @@ async def get_slot_stats(
     """CLUSTER SLOT-STATS (Valkey 8.0+ in cluster mode): the top slots by `orderBy`, keyed by
     slot number. 501 when the engine lacks it; 409 when cluster mode is disabled, or for
     `cpu-usec` when the server does not track it (`cluster-slot-stats-enabled no`)."""
-    return await live.slot_stats(connection, order_by=order_by, limit=limit)
+    return await clusters.slot_stats(connection, order_by=order_by, limit=limit)

@@ -2,7 +2,7 @@
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, RootModel
 
 Role = Literal["primary", "replica", "unknown"]
 
@@ -53,3 +53,52 @@ class ClusterClient(BaseModel):
     ageSeconds: int | None
     idleSeconds: int | None
     flags: str | None
+
+
+# --- the seed's live cluster reads (GET /api/metrics/cluster/info, /nodes, /slot-stats) ---
+
+
+class ClusterInfoRead(RootModel[dict[str, int | str]]):
+    """CLUSTER INFO as an object (`cluster_state`, `cluster_known_nodes` ...)."""
+
+
+class SlotMoveRead(BaseModel):
+    """A slot being migrated to (or imported from) another node."""
+
+    slot: int
+    nodeId: str
+
+
+class ClusterNodeRead(BaseModel):
+    """One node of CLUSTER NODES."""
+
+    id: str
+    address: str = Field(description="host:port clients use")
+    host: str
+    port: int
+    busPort: int | None
+    hostname: str | None
+    flags: list[str]
+    master: str | None = Field(description="id of the primary, for a replica")
+    pingSent: int = Field(description="epoch ms, 0 when no ping is pending")
+    pongReceived: int = Field(description="epoch ms")
+    configEpoch: int
+    linkState: str
+    slots: list[tuple[int, int]] = Field(description="[start, end] ranges, inclusive")
+    migratingSlots: list[SlotMoveRead]
+    importingSlots: list[SlotMoveRead]
+
+
+class SlotStatsRecord(BaseModel):
+    """One slot's statistics. The spec makes them integers: a metric this engine does not
+    track (Valkey tracks cpu_usec only with `cluster-slot-stats-enabled yes`) reads 0."""
+
+    key_count: int
+    expires_count: int
+    total_reads: int
+    total_writes: int
+    cpu_usec: int
+
+
+class SlotStatsRead(RootModel[dict[str, SlotStatsRecord]]):
+    """Slot number (as a string) -> its statistics, in the requested order."""

@@ -17,7 +17,17 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
-from svc_monitor.cluster.schemas import ClusterClient, ClusterLogEntry, ClusterNodeStats, Role
+from svc_monitor.cluster.schemas import (
+    ClusterClient,
+    ClusterInfoRead,
+    ClusterLogEntry,
+    ClusterNodeRead,
+    ClusterNodeStats,
+    Role,
+    SlotMoveRead,
+    SlotStatsRead,
+    SlotStatsRecord,
+)
 from svc_monitor.connections.models import Connection
 from svc_monitor.connections.service import ConnectionService
 from svc_monitor.engine.capabilities import EngineIdentity
@@ -34,6 +44,14 @@ from svc_monitor.engine.errors import EngineError, EngineResponseError
 from svc_monitor.engine.slowlog import parse_log_reply
 from svc_monitor.errors import Conflict
 from svc_monitor.events import now_ms
+from svc_monitor.live.service import (
+    SLOT_STATS_UNSUPPORTED,
+    ClusterModeDisabled,
+    EngineUnavailable,
+    FeatureUnavailable,
+    detected_identity,
+    engine_call,
+)
 from svc_monitor.pipe.facts import ClusterFacts
 from svc_monitor.pipe.live_state import LiveState
 from svc_monitor.pipe.observation import Observation
@@ -326,6 +344,87 @@ class ClusterService:
             if c.name != CLIENT_NAME
         ]
 
+    # --- the seed's live cluster reads ---
+
+    async def cluster_info(self, connection: Connection) -> ClusterInfoRead:
+        await self._require_cluster(connection)
+        reply = await engine_call(self._connections.client(connection), "CLUSTER", "INFO")
+        return ClusterInfoRead(parse_cluster_info(reply))
+
+    async def cluster_nodes(self, connection: Connection) -> list[ClusterNodeRead]:
+        await self._require_cluster(connection)
+        reply = await engine_call(self._connections.client(connection), "CLUSTER", "NODES")
+        return [
+            ClusterNodeRead(
+                id=n.id,
+                address=n.address,
+                host=n.host,
+                port=n.port,
+                busPort=n.bus_port,
+                hostname=n.hostname,
+                flags=n.flags,
+                master=n.master,
+                pingSent=n.ping_sent,
+                pongReceived=n.pong_received,
+                configEpoch=n.config_epoch,
+                linkState=n.link_state,
+                slots=n.slots,
+                migratingSlots=[SlotMoveRead(slot=m.slot, nodeId=m.node) for m in n.migrating],
+                importingSlots=[SlotMoveRead(slot=m.slot, nodeId=m.node) for m in n.importing],
+            )
+            for n in parse_cluster_nodes(reply)
+        ]
+
+    async def slot_stats(
+        self, connection: Connection, *, order_by: str, limit: int
+    ) -> SlotStatsRead:
+        identity = await detected_identity(self._connections, connection)
+        if not identity.capabilities.has_slot_stats:
+            raise FeatureUnavailable(SLOT_STATS_UNSUPPORTED)
+        if not identity.cluster_enabled:
+            raise ClusterModeDisabled()
+        command = ("CLUSTER", "SLOT-STATS", "ORDERBY", order_by, "LIMIT", limit)
+        try:
+            # Each primary reports only its own slots: ask them all (top_slot_stats merges).
+            replies = [r for _, r in await self.fan_out(connection, *command, primaries_only=True)]
+        except ClusterNotDiscovered:
+            replies = [await _as_result(self._connections.client(connection), command)]
+        answers = [r for r in replies if not isinstance(r, EngineError)]
+        if not answers:
+            error = replies[0] if replies else EngineError("no node answered")
+            assert isinstance(error, EngineError)
+            self._raise_slot_stats(error, order_by)
+        stats = top_slot_stats(answers, order_by=order_by, limit=limit)
+        return SlotStatsRead(
+            {
+                str(s.slot): SlotStatsRecord(
+                    key_count=s.key_count or 0,
+                    expires_count=s.expires_count or 0,
+                    total_reads=s.total_reads or 0,
+                    total_writes=s.total_writes or 0,
+                    cpu_usec=s.cpu_usec or 0,
+                )
+                for s in stats
+            }
+        )
+
+    @staticmethod
+    def _raise_slot_stats(exc: EngineError, order_by: str) -> None:
+        if isinstance(exc, EngineResponseError):
+            if order_by == "cpu-usec" and "orderby" in exc.message.lower():
+                # Valkey 8.0+ tracks cpu-usec only with cluster-slot-stats-enabled yes.
+                raise Conflict(
+                    "orderBy=cpu-usec needs the server setting cluster-slot-stats-enabled yes "
+                    f"(the server said: {exc.message})",
+                    field="orderBy",
+                )
+            raise FeatureUnavailable(f"{SLOT_STATS_UNSUPPORTED}: {exc.message}")
+        raise EngineUnavailable(exc.message)
+
+    async def _require_cluster(self, connection: Connection) -> None:
+        if not (await detected_identity(self._connections, connection)).cluster_enabled:
+            raise ClusterModeDisabled()
+
     def _require(self, connection: Connection) -> _Cluster:
         cluster = self._clusters.get(connection.id)
         if cluster is None:
@@ -353,3 +452,11 @@ def _role(node: ClusterNode, observation: Observation | None) -> Role:
 
 def _address(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+async def _as_result(client: EngineClient, command: tuple[Any, ...]) -> Any:
+    """The reply, or the EngineError instead of raising it (like fan_out)."""
+    try:
+        return await client.execute(*command)
+    except EngineError as exc:
+        return exc

@@ -1,4 +1,5 @@
-"""Live reads of one instance: latency, memory, role, cluster, config, keyspace size.
+"""Live reads of one instance: latency, memory, role, config, keyspace size (the cluster
+reads are ClusterService's, with the same rules).
 
 Nothing here is stored; each call is one command to the engine. Engine failures never
 become a 500 (`engine_call`): an error reply (the command is renamed, disabled, denied by
@@ -11,12 +12,10 @@ state rather than a missing feature.
 import datetime
 from typing import Any
 
-from svc_monitor.cluster.service import ClusterNotDiscovered, ClusterService
 from svc_monitor.connections.models import Connection
 from svc_monitor.connections.service import ConnectionService
 from svc_monitor.engine.capabilities import EngineIdentity, unavailable_reason
 from svc_monitor.engine.client import EngineClient
-from svc_monitor.engine.cluster import parse_cluster_info, parse_cluster_nodes, top_slot_stats
 from svc_monitor.engine.errors import EngineError, EngineResponseError
 from svc_monitor.engine.latency import (
     integer,
@@ -28,8 +27,6 @@ from svc_monitor.engine.latency import (
 )
 from svc_monitor.errors import Conflict, NotFound, NotSupported, Unavailable
 from svc_monitor.live.schemas import (
-    ClusterInfoRead,
-    ClusterNodeRead,
     CommandHistogramRead,
     ConfigParameterRead,
     ConfigValues,
@@ -39,9 +36,6 @@ from svc_monitor.live.schemas import (
     ReplicaRead,
     RoleRead,
     Scalar,
-    SlotMoveRead,
-    SlotStatsRead,
-    SlotStatsRecord,
 )
 
 SLOT_STATS_UNSUPPORTED = "CLUSTER SLOT-STATS is not supported on this database version"
@@ -81,25 +75,30 @@ async def engine_call(client: EngineClient, *args: Any) -> Any:
         raise EngineUnavailable(exc.message) from None
 
 
+async def detected_identity(
+    connections: ConnectionService, connection: Connection
+) -> EngineIdentity:
+    """What detection knows of the engine; detect now when it has not run yet."""
+    seen = connections.last_seen(connection)
+    if seen is None or seen.identity is None:
+        seen = await connections.check(connection)
+    if seen.identity is None:
+        reason = seen.error.message if seen.error else "the engine has not been detected"
+        raise EngineUnavailable(reason)
+    return seen.identity
+
+
 class LiveMetricsService:
     """Answers the live `/metrics/...` reads from the engine of one connection."""
 
-    def __init__(self, connections: ConnectionService, clusters: ClusterService) -> None:
+    def __init__(self, connections: ConnectionService) -> None:
         self._connections = connections
-        self._clusters = clusters
 
     async def _call(self, connection: Connection, *args: Any) -> Any:
         return await engine_call(self._connections.client(connection), *args)
 
     async def _identity(self, connection: Connection) -> EngineIdentity:
-        """What detection knows of the engine; detect now when it has not run yet."""
-        seen = self._connections.last_seen(connection)
-        if seen is None or seen.identity is None:
-            seen = await self._connections.check(connection)
-        if seen.identity is None:
-            reason = seen.error.message if seen.error else "the engine has not been detected"
-            raise EngineUnavailable(reason)
-        return seen.identity
+        return await detected_identity(self._connections, connection)
 
     # --- latency ---
 
@@ -168,87 +167,6 @@ class LiveMetricsService:
     async def role(self, connection: Connection) -> RoleRead:
         return _parse_role(await self._call(connection, "ROLE"))
 
-    async def cluster_info(self, connection: Connection) -> ClusterInfoRead:
-        await self._require_cluster(connection)
-        return ClusterInfoRead(parse_cluster_info(await self._call(connection, "CLUSTER", "INFO")))
-
-    async def cluster_nodes(self, connection: Connection) -> list[ClusterNodeRead]:
-        await self._require_cluster(connection)
-        reply = await self._call(connection, "CLUSTER", "NODES")
-        return [
-            ClusterNodeRead(
-                id=n.id,
-                address=n.address,
-                host=n.host,
-                port=n.port,
-                busPort=n.bus_port,
-                hostname=n.hostname,
-                flags=n.flags,
-                master=n.master,
-                pingSent=n.ping_sent,
-                pongReceived=n.pong_received,
-                configEpoch=n.config_epoch,
-                linkState=n.link_state,
-                slots=n.slots,
-                migratingSlots=[SlotMoveRead(slot=m.slot, nodeId=m.node) for m in n.migrating],
-                importingSlots=[SlotMoveRead(slot=m.slot, nodeId=m.node) for m in n.importing],
-            )
-            for n in parse_cluster_nodes(reply)
-        ]
-
-    async def slot_stats(
-        self, connection: Connection, *, order_by: str, limit: int
-    ) -> SlotStatsRead:
-        identity = await self._identity(connection)
-        if not identity.capabilities.has_slot_stats:
-            raise FeatureUnavailable(SLOT_STATS_UNSUPPORTED)
-        if not identity.cluster_enabled:
-            raise ClusterModeDisabled()
-        command = ("CLUSTER", "SLOT-STATS", "ORDERBY", order_by, "LIMIT", limit)
-        try:
-            # Each primary reports only its own slots: ask them all (top_slot_stats merges).
-            replies = [
-                r
-                for _, r in await self._clusters.fan_out(connection, *command, primaries_only=True)
-            ]
-        except ClusterNotDiscovered:
-            replies = [await _as_result(self._connections.client(connection), command)]
-        answers = [r for r in replies if not isinstance(r, EngineError)]
-        if not answers:
-            error = replies[0] if replies else EngineError("no node answered")
-            assert isinstance(error, EngineError)
-            self._raise_slot_stats(error, order_by)
-        stats = top_slot_stats(answers, order_by=order_by, limit=limit)
-        return SlotStatsRead(
-            {
-                str(s.slot): SlotStatsRecord(
-                    key_count=s.key_count or 0,
-                    expires_count=s.expires_count or 0,
-                    total_reads=s.total_reads or 0,
-                    total_writes=s.total_writes or 0,
-                    cpu_usec=s.cpu_usec or 0,
-                )
-                for s in stats
-            }
-        )
-
-    @staticmethod
-    def _raise_slot_stats(exc: EngineError, order_by: str) -> None:
-        if isinstance(exc, EngineResponseError):
-            if order_by == "cpu-usec" and "orderby" in exc.message.lower():
-                # Valkey 8.0+ tracks cpu-usec only with cluster-slot-stats-enabled yes.
-                raise Conflict(
-                    "orderBy=cpu-usec needs the server setting cluster-slot-stats-enabled yes "
-                    f"(the server said: {exc.message})",
-                    field="orderBy",
-                )
-            raise FeatureUnavailable(f"{SLOT_STATS_UNSUPPORTED}: {exc.message}")
-        raise EngineUnavailable(exc.message)
-
-    async def _require_cluster(self, connection: Connection) -> None:
-        if not (await self._identity(connection)).cluster_enabled:
-            raise ClusterModeDisabled()
-
     # --- configuration and keyspace ---
 
     async def config(self, connection: Connection, pattern: str) -> ConfigValues:
@@ -276,14 +194,6 @@ class LiveMetricsService:
             # on a naive datetime reads it back as local time, which is the exact inverse.
             return round(reply.timestamp()) * 1000
         return (integer(reply) or 0) * 1000
-
-
-async def _as_result(client: EngineClient, command: tuple[Any, ...]) -> Any:
-    """The reply, or the EngineError instead of raising it (like ClusterService.fan_out)."""
-    try:
-        return await client.execute(*command)
-    except EngineError as exc:
-        return exc
 
 
 def _scalar(value: Any) -> Scalar:

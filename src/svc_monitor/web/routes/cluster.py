@@ -13,12 +13,16 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from fastapi.responses import HTMLResponse
 
-from svc_monitor.cluster.schemas import ClusterNodeStats
+from svc_monitor.cluster.schemas import (
+    ClusterInfoRead,
+    ClusterNodeRead,
+    ClusterNodeStats,
+    SlotStatsRead,
+)
 from svc_monitor.cluster.service import ClusterNotDiscovered
 from svc_monitor.connections.models import Connection
 from svc_monitor.engine.capabilities import EngineIdentity
 from svc_monitor.engine.cluster import SLOT_COUNT
-from svc_monitor.live.schemas import ClusterInfoRead, ClusterNodeRead, SlotStatsRead
 from svc_monitor.web.dependencies import Ui, UiDep
 from svc_monitor.web.live import pushed
 from svc_monitor.web.pages import Page
@@ -190,9 +194,9 @@ async def read_cluster(ui: Ui, connection: Connection) -> ClusterView:
         # Until the engine answers, asking it here would hold the page for a connect
         # timeout whenever it is down; the connection banner says which it is.
         return ClusterView(identity is not None, identity is None, Section(), Section(), Section())
-    live = ui.features.live
-    info = await load(live.cluster_info(connection))
-    nodes = await load(live.cluster_nodes(connection))
+    clusters = ui.features.clusters
+    info = await load(clusters.cluster_info(connection))
+    nodes = await load(clusters.cluster_nodes(connection))
     shape: Section[Topology] = Section(problem=nodes.problem, message=nodes.message)
     if nodes.value is not None:
         shape = Section(value=topology([_addressed(n, connection) for n in nodes.value]))
@@ -238,7 +242,7 @@ async def read_heatmap(ui: Ui, connection: Connection, metric: Metric) -> Sectio
         return Section(problem=requirement.problem, message=requirement.message)
     # Every slot, whatever the order: each primary answers for the slots it owns.
     stats = await load(
-        ui.features.live.slot_stats(connection, order_by="key-count", limit=SLOT_COUNT)
+        ui.features.clusters.slot_stats(connection, order_by="key-count", limit=SLOT_COUNT)
     )
     if stats.value is None:
         return Section(problem=stats.problem, message=stats.message)
