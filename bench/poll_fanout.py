@@ -68,6 +68,7 @@ async def run(servers: list[EmbeddedValkey], seconds: float) -> None:
         ENTITLEMENT_URL=NOWHERE,
         RELEASES_URL=NOWHERE,
         LOG_LEVEL="warning",
+        WORKSPACE_DISABLED=True,  # the bench calls the API without signing in
     )
     app = create_app(settings)
     services: Services = app.state.services
