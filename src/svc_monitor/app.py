@@ -1,7 +1,9 @@
 """The composition root: `create_app(settings)` builds the services and mounts the routers.
 
-The core (health, connections, settings, INFO history, docs) is built before the server
-listens. The feature domains are composed in features.py and installed by the lifespan:
+The core (compose.py: storage, connections, settings, users, the licence, webhooks, the
+pipe and its sources) is built before the server listens, with the core routes (health,
+connections, settings, INFO history, docs). The feature domains are composed in
+features.py and installed by the lifespan:
 before the first request by default, or, for the command line, right after the server
 starts listening, imported on a thread so the loop keeps answering meanwhile. Until
 then a feature route answers 503 with Retry-After (see `_starting`).
