@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from svc_monitor.engine.latency import integer, pairs, text
+from svc_monitor.engine.reply_values import integer, pairs, text
 
 SLOT_COUNT = 16384
 

@@ -6,9 +6,10 @@ Valkey 8+ adds two fields to each LATENCY LATEST item (sum and count of the spik
 kept, so both read the same.
 """
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
+
+from svc_monitor.engine.reply_values import integer, pairs, text
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,35 +29,6 @@ class CommandHistogram:
 
     calls: int
     histogram: dict[str, int]
-
-
-def text(value: Any) -> str:
-    """A reply item as text: bytes decoded leniently, anything else through str()."""
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    return str(value)
-
-
-def integer(value: Any) -> int | None:
-    """A reply item as an int when it is one (or its decimal text); else None."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, bytes | str):
-        try:
-            return int(value)
-        except ValueError:
-            return None
-    return None
-
-
-def pairs(items: Any) -> Iterator[tuple[str, Any]]:
-    """A flat `[key, value, key, value ...]` reply as (key text, value) pairs."""
-    if not isinstance(items, list):
-        return
-    for index in range(0, len(items) - 1, 2):
-        yield text(items[index]), items[index + 1]
 
 
 def parse_latency_latest(reply: Any) -> list[LatencyEvent]:

@@ -18,13 +18,11 @@ from svc_monitor.engine.capabilities import EngineIdentity, unavailable_reason
 from svc_monitor.engine.client import EngineClient
 from svc_monitor.engine.errors import EngineError, EngineResponseError
 from svc_monitor.engine.latency import (
-    integer,
-    pairs,
     parse_latency_histogram,
     parse_latency_history,
     parse_latency_latest,
-    text,
 )
+from svc_monitor.engine.reply_values import integer, pairs, text
 from svc_monitor.errors import Conflict, NotFound, NotSupported, Unavailable
 from svc_monitor.live.schemas import (
     CommandHistogramRead,
