@@ -1,11 +1,13 @@
-"""Facts that polls other than INFO leave in live state, for Prometheus at scrape time
-(and the OTLP export that mirrors it).
+"""Facts: what polls other than INFO hand to the pipe (Pipe.put_facts).
 
-INFO arrives as an Observation; everything else a family needs (the slow log's length
-and patterns, the command log, ACL denials, client counts, CLUSTER INFO and slot
-stats) is summarised by its poll into one of these small frozen records, replaced
-whole on every pass. A scrape reads them without a query, so it costs the same with a
-busy store as with an idle one.
+INFO arrives as an Observation; everything else (the slow log's length and patterns, the
+command log, ACL denials, client counts, CLUSTER INFO and slot stats, commandstats, the
+latency monitor) is summarised by its poll, or by the OTLP receiver for pushed
+commandstats, into one of these small frozen records. Live state keeps the latest of
+each kind per connection, replaced whole on every pass, for Prometheus at scrape time
+(and the OTLP export that mirrors it): a scrape reads them without a query, so it costs
+the same with a busy store as with an idle one. The pipe's other facts consumers
+(detectors, commandstats history, anomaly detection) take the kinds they judge.
 """
 
 from collections.abc import Mapping
