@@ -34,6 +34,12 @@ VIOLATIONS = [
         "svc_monitor.pipe.pipe -> svc_monitor.polling.supervisor",
     ),
     Violation(
+        "pipe/live_state.py",
+        "import svc_monitor.storage.database",
+        "The pipe needs only the engine, the events and kit",
+        "svc_monitor.pipe.live_state -> svc_monitor.storage.database",
+    ),
+    Violation(
         "kit/pem.py",
         "import svc_monitor.config",
         "Layers: composition roots, routes, sources and exports, domains, the pipe",
