@@ -32,7 +32,7 @@ from aiohttp import web
 
 from svc_monitor.app import create_app
 from svc_monitor.config import Settings, StorageType
-from svc_monitor.events import InstanceDown
+from svc_monitor.event_types.instance import InstanceDown
 from svc_monitor.kit.embedded_valkey import EmbeddedValkey
 
 NOWHERE = "http://127.0.0.1:9"  # the update check must not leave loopback

@@ -30,6 +30,7 @@ from svc_monitor.auth.dependencies.access import PageRefused, authorize, install
 from svc_monitor.compose import build_services
 from svc_monitor.config import Settings, StorageType
 from svc_monitor.connections.api import router as connections_router
+from svc_monitor.event_types.docs import payload_notes
 from svc_monitor.info_history.api import router as metrics_router
 from svc_monitor.kit.secret_box import SecretUndecryptable
 from svc_monitor.licensing.api import router as license_router
@@ -48,7 +49,7 @@ OPENAPI_URL = "/api/openapi.json"
 API_CATCH_ALL = "/api/{path:path}"
 UI_CATCH_ALL = "/{path:path}"
 _CANARY_KEY = "encryption_canary"
-WEBHOOKS_TAG = """Signed POSTs to your URLs when monitoring events happen.
+WEBHOOKS_TAG = f"""Signed POSTs to your URLs when monitoring events happen.
 
 Every delivery carries `X-Webhook-Signature`: the hex HMAC-SHA256, keyed with the
 webhook's secret, of `<X-Webhook-Timestamp>.<raw body>`; verify it in constant time and
@@ -60,31 +61,9 @@ disabled or deleted. URLs must be `https://` (`http://` only with NODE_ENV=devel
 and public (loopback allowed outside production). Threshold events fire once above the
 level and re-arm below `level x hysteresisFactor`.
 
-Payloads the spec leaves open: `latency.spike` `{latencyMs, threshold, baselineMs,
-detection, message, timestamp}`; `connection.spike` `{connectedClients, threshold,
-baseline, detection, message, timestamp}` (`detection`: `threshold`, or `automatic` when
-the webhook's level is 0 and the rolling baseline decides).
+Payloads the spec leaves open, and the event types we added (with the tier each needs):
 
-`cluster.bus.corruption` (pro; named by us) fires when a CLUSTER INFO counter whose name
-mentions crc, checksum, corrupt or invalid grows between two reads: `{corruptMessages,
-increases, totals, clusterState, knownNodes, message, timestamp}` (`increases` and
-`totals` map counter names to counts). Stock Valkey and Redis report no such counter.
-
-`metric_forecast.limit` (pro) fires once when a metric's projected time to its ceiling
-(forecast/) falls to its `alertThresholdMs` or under, and again only after it has been above
-`alertThresholdMs x 1.1`: `{metricKind, currentValue, ceiling, timeToLimitMs, growthRate,
-alertThresholdMs, message, timestamp}` (`growthRate` in the metric's units per hour).
-
-`failover.started` (pro) fires when anomaly detection sees a primary become a replica,
-`failover.completed` (pro) when a replica becomes a primary: `{previousRole, newRole,
-message, timestamp}` (roles `primary` / `replica`). `data.loss.detected` (pro) fires when
-a primary restarted empty (`kind` `primary_restarted_empty`) or a replica's keys were wiped
-by a full sync from a new replication history (`replica_wiped`): `{kind, previousKeys,
-currentKeys, previousReplid, newReplid, connectedSlaves, role, message, timestamp}`.
-
-`cve.detected` (community; named by us) fires once per CVE or advisory newly found for a
-connection's engine version (cve/), never again on rescans: `{cveId, ghsa, severity,
-cvss, kev, engine, version, fixedIn, summary, message, timestamp}`."""
+{payload_notes()}"""
 _CANARY_TEXT = "svc-monitor encryption canary"
 
 

@@ -12,7 +12,7 @@ from svc_monitor.anomaly.detectors import ConnectionDetectors
 from svc_monitor.anomaly.models import Detection
 from svc_monitor.anomaly.rules import RuleDetectors
 from svc_monitor.engine.info import parse_info
-from svc_monitor.events import DataLossDetected, FailoverCompleted, FailoverStarted
+from svc_monitor.event_types.detection import DataLossDetected, FailoverCompleted, FailoverStarted
 from tests.anomaly.info import START_MS, info_text, rewrite
 from tests.fixtures.servers import RunningServer
 

@@ -12,7 +12,8 @@ import pytest
 import valkey.asyncio as avalkey
 from valkey import exceptions as vx
 
-from svc_monitor.events import AclDenied, Event, Subscription
+from svc_monitor.event_types.access import AclDenied
+from svc_monitor.events import Event, Subscription
 from tests.detectors.helpers import address, person, run
 from tests.fixtures.app import AppFactory, RunningApp
 from tests.fixtures.servers import EngineKind, RunningServer, ServerFactory

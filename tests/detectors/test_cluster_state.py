@@ -3,7 +3,8 @@
 import pytest
 
 from svc_monitor.detectors.cluster_state import ClusterStateDetector
-from svc_monitor.events import ClusterStateChanged, EventBus
+from svc_monitor.event_types.cluster import ClusterStateChanged
+from svc_monitor.events import EventBus
 from tests.detectors.helpers import BusWatcher
 from tests.fixtures.app import AppFactory
 from tests.fixtures.servers import CLUSTER_SLOTS, RunningServer

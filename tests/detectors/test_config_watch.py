@@ -5,7 +5,8 @@ from typing import Any
 
 import pytest
 
-from svc_monitor.events import AclModified, ConfigChanged, Event, Subscription
+from svc_monitor.event_types.access import AclModified, ConfigChanged
+from svc_monitor.events import Event, Subscription
 from tests.detectors.helpers import address, person, run
 from tests.fixtures.app import AppFactory, RunningApp
 from tests.fixtures.servers import EngineKind, RunningServer, ServerFactory

@@ -14,7 +14,8 @@ import valkey
 from opentelemetry.proto.common.v1.common_pb2 import KeyValue
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 
-from svc_monitor.events import AclModified, ClusterBusCorruption
+from svc_monitor.event_types.access import AclModified
+from svc_monitor.event_types.cluster import ClusterBusCorruption
 from svc_monitor.otlp.export.events import EventExporter
 from svc_monitor.otlp.export.stats import ExportStats
 from svc_monitor.otlp.export.transport import OtlpTransport

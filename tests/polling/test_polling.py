@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 
 import pytest
 
-from svc_monitor.events import InstanceDown, InstanceUp
+from svc_monitor.event_types.instance import InstanceDown, InstanceUp
 from tests.fixtures.app import AppFactory, RunningApp
 from tests.fixtures.servers import HOST, RunningServer, ServerFactory
 from tests.fixtures.waiting import eventually

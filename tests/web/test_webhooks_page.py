@@ -15,7 +15,7 @@ from urllib.parse import urlencode
 import pytest
 from playwright.async_api import Page, expect
 
-from svc_monitor.events import InstanceDown
+from svc_monitor.event_types.instance import InstanceDown
 from svc_monitor.licensing.models import WEBHOOK_EVENT_TIERS
 from svc_monitor.webhooks.schemas import DeliveryRead, RetryPolicy, WebhookCreate, WebhookRead
 from svc_monitor.webhooks.service import WebhookService

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from svc_monitor.events import MemoryReading
+from svc_monitor.event_types.readings import MemoryReading
 from svc_monitor.notifications.service import AlertStates
 from tests.fixtures.app import AppFactory, RunningApp
 from tests.fixtures.receiver import Receiver

@@ -5,7 +5,7 @@ is published on the bus as the detector publishes it (its tests read real replie
 
 from typing import Any
 
-from svc_monitor.events import ClusterBusCorruption
+from svc_monitor.event_types.cluster import ClusterBusCorruption
 from tests.fixtures.app import AppFactory
 from tests.fixtures.licensing import SigningKey
 from tests.fixtures.receiver import Receiver

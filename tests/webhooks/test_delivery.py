@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from svc_monitor.events import InstanceDown
+from svc_monitor.event_types.instance import InstanceDown
 from tests.fixtures.app import AppFactory, RunningApp
 from tests.fixtures.receiver import Answer, Receiver, running_receiver
 from tests.fixtures.waiting import eventually

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import valkey
 
-from svc_monitor.events import AnomalyDetected
+from svc_monitor.event_types.detection import AnomalyDetected
 from tests.fixtures.app import AppFactory, RunningApp
 from tests.fixtures.licensing import SigningKey
 from tests.fixtures.receiver import Received, Receiver

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from svc_monitor.events import InstanceDown
+from svc_monitor.event_types.instance import InstanceDown
 from tests.fixtures.app import RunningApp, make_settings, running_app, target_of
 from tests.fixtures.receiver import Answer, Receiver
 from tests.fixtures.servers import RunningServer

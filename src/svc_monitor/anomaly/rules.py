@@ -37,12 +37,8 @@ from dataclasses import dataclass, replace
 
 from svc_monitor.anomaly.models import Detection, Kind, Severity
 from svc_monitor.engine.info import ParsedInfo, parse_subfields
-from svc_monitor.events import (
-    DataLossDetected,
-    FailoverCompleted,
-    FailoverStarted,
-    InstanceEvent,
-)
+from svc_monitor.event_types.detection import DataLossDetected, FailoverCompleted, FailoverStarted
+from svc_monitor.events import InstanceEvent
 
 RULES = (
     "master_link",

@@ -36,7 +36,8 @@ from svc_monitor.anomaly.models import SEVERITY_RANK, BufferState, Detection, Wi
 from svc_monitor.anomaly.store import AnomalyStore
 from svc_monitor.config import Settings
 from svc_monitor.errors import NotFound
-from svc_monitor.events import AnomalyDetected, ConnectionsChanged, EventBus
+from svc_monitor.event_types.detection import AnomalyDetected
+from svc_monitor.events import ConnectionsChanged, EventBus
 from svc_monitor.pipe.facts import (
     ClusterFacts,
     CommandstatsFacts,

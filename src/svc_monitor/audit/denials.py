@@ -10,7 +10,7 @@ not written again, so a quiet server costs one command per interval.
 """
 
 from svc_monitor.engine.acl import AclLogEntry
-from svc_monitor.events import AclDenied
+from svc_monitor.event_types.access import AclDenied
 
 Fingerprint = tuple[tuple[object, ...], ...]
 

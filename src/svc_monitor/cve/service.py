@@ -34,7 +34,8 @@ from svc_monitor.cve.schemas import (
 from svc_monitor.cve.store import CveStore, StoredScan
 from svc_monitor.cve.updates import DatasetSource
 from svc_monitor.engine.info import detect_engine, engine_version
-from svc_monitor.events import CveDetected, EventBus
+from svc_monitor.event_types.detection import CveDetected
+from svc_monitor.events import EventBus
 from svc_monitor.pipe.observation import Observation
 
 logger = logging.getLogger(__name__)

@@ -18,7 +18,8 @@ restarted node, CONFIG RESETSTAT) sets a new starting point without firing.
 import re
 from collections.abc import Mapping
 
-from svc_monitor.events import ClusterBusCorruption, EventBus
+from svc_monitor.event_types.cluster import ClusterBusCorruption
+from svc_monitor.events import EventBus
 
 _CORRUPTION = re.compile(r"crc|checksum|corrupt|invalid")
 

@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from svc_monitor.detectors.cluster_bus import ClusterBusDetector
-from svc_monitor.events import ClusterStateChanged, EventBus
+from svc_monitor.event_types.cluster import ClusterStateChanged
+from svc_monitor.events import EventBus
 from svc_monitor.pipe.facts import ClusterFacts, Facts
 
 

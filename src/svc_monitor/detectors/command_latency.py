@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 from svc_monitor.detectors.baseline import RollingBaseline
 from svc_monitor.engine.info import ParsedInfo
-from svc_monitor.events import EventBus, LatencyReading
+from svc_monitor.event_types.readings import LatencyReading
+from svc_monitor.events import EventBus
 from svc_monitor.pipe.facts import CommandstatsFacts, Facts
 
 # The smallest rise in mean latency that counts as a spike however steady it is: a few

@@ -35,7 +35,8 @@ from svc_monitor.engine.clients import ClientInfo, parse_client_list
 from svc_monitor.engine.errors import EngineError, EngineResponseError
 from svc_monitor.engine.info import ParsedInfo, parse_version
 from svc_monitor.engine.reply_values import pairs, text
-from svc_monitor.events import AclModified, ConfigChanged, EventBus
+from svc_monitor.event_types.access import AclModified, ConfigChanged
+from svc_monitor.events import EventBus
 from svc_monitor.pipe.live_state import LiveState
 from svc_monitor.pipe.pressure import pressure_reason
 

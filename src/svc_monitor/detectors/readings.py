@@ -23,13 +23,13 @@ from collections.abc import Callable
 
 from svc_monitor.detectors.baseline import RollingBaseline
 from svc_monitor.engine.info import FieldValue, ParsedInfo, parse_subfields
-from svc_monitor.events import (
+from svc_monitor.event_types.readings import (
     ClientsReading,
-    EventBus,
     MemoryReading,
     ReplicationReading,
     SlowlogLength,
 )
+from svc_monitor.events import EventBus
 from svc_monitor.pipe.facts import Facts, SlowlogFacts
 from svc_monitor.pipe.observation import Observation
 

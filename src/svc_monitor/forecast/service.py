@@ -40,7 +40,8 @@ from typing import Any, get_args
 from svc_monitor.config import Settings
 from svc_monitor.connections.service import ConnectionService
 from svc_monitor.errors import AppError
-from svc_monitor.events import EventBus, MetricForecastLimit
+from svc_monitor.event_types.detection import MetricForecastLimit
+from svc_monitor.events import EventBus
 from svc_monitor.forecast.fit import BAND_K, Fit, fit_line, human_duration
 from svc_monitor.forecast.schemas import (
     ForecastPoint,

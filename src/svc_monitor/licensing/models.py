@@ -6,6 +6,8 @@ this module; nothing else compares tiers. Each tier includes everything below it
 
 from enum import StrEnum
 
+from svc_monitor.event_types.table import EVENT_TYPES
+
 
 class Tier(StrEnum):
     COMMUNITY = "community"
@@ -58,40 +60,9 @@ _TITLES: dict[Feature, str] = {
     Feature.WEBHOOK_COMPLIANCE_EVENTS: "Compliance and ACL webhook events",
 }
 
-# Webhook event types by the tier that may subscribe to them (webhooks spec, "Tier gating").
-WEBHOOK_EVENT_TIERS: dict[str, Tier] = {
-    "instance.down": Tier.COMMUNITY,
-    "instance.up": Tier.COMMUNITY,
-    "memory.critical": Tier.COMMUNITY,
-    "connection.critical": Tier.COMMUNITY,
-    "client.blocked": Tier.COMMUNITY,
-    "slowlog.threshold": Tier.PRO,
-    "replication.lag": Tier.PRO,
-    "cluster.failover": Tier.PRO,
-    # Named by us (the spec leaves it open), in the style of the others: lowercase words
-    # joined by dots, no underscores (audit.policy.violation), under cluster.*.
-    "cluster.bus.corruption": Tier.PRO,
-    "anomaly.detected": Tier.PRO,
-    "latency.spike": Tier.PRO,
-    "connection.spike": Tier.PRO,
-    # capacity forecasting (forecast/): a metric's projected time to its ceiling fell
-    # under its alert threshold
-    "metric_forecast.limit": Tier.PRO,
-    # anomaly detection's rule detectors (anomaly/detectors.py): a role change, and a
-    # primary restarted empty or a replica wiped
-    "failover.started": Tier.PRO,
-    "failover.completed": Tier.PRO,
-    "data.loss.detected": Tier.PRO,
-    # Named by us, like cluster.bus.corruption (anomaly.detected's shape). Community: CVE
-    # scanning is free on every tier, and being told a server is exploitable must not be
-    # a paid extra.
-    "cve.detected": Tier.COMMUNITY,
-    "compliance.alert": Tier.ENTERPRISE,
-    "audit.policy.violation": Tier.ENTERPRISE,
-    "acl.violation": Tier.ENTERPRISE,
-    "acl.modified": Tier.ENTERPRISE,
-    "config.changed": Tier.ENTERPRISE,
-}
+# Webhook event types by the tier that may subscribe to them (webhooks spec, "Tier
+# gating"), in list order; each type declares its tier in event_types/.
+WEBHOOK_EVENT_TIERS: dict[str, Tier] = {e.name: Tier(e.tier) for e in EVENT_TYPES}
 
 
 def features_of(tier: Tier) -> list[Feature]:

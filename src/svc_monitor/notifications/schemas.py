@@ -1,7 +1,8 @@
 """The trigger levels of the threshold notifications (webhooks spec, `thresholds`).
 
 Shared by every consumer of the bus that judges readings: a webhook carries its own
-(validated from its JSON), the OTLP event export uses the defaults.
+(validated from its JSON), the OTLP event export uses the defaults. Each threshold
+event type names its field (event_types/readings.py).
 """
 
 from typing import Annotated
@@ -25,3 +26,9 @@ class Thresholds(BaseModel):
     connectionSpikeCount: Annotated[int, Field(ge=0, le=1_000_000)] = Field(
         0, description="0 = automatic baseline detection"
     )
+
+    def level(self, field: str, *, automatic: float | None = None) -> float | None:
+        """The level of the field named: its value, or where that is 0 the automatic
+        baseline's level (None while the baseline is still learning)."""
+        configured = float(getattr(self, field))
+        return configured if configured > 0 else automatic

@@ -8,7 +8,8 @@ import logging
 from dataclasses import dataclass
 
 from svc_monitor.engine.errors import EngineError
-from svc_monitor.events import EventBus, InstanceDown, InstanceUp, now_ms
+from svc_monitor.event_types.instance import InstanceDown, InstanceUp
+from svc_monitor.events import EventBus, now_ms
 
 logger = logging.getLogger(__name__)
 

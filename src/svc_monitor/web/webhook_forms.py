@@ -3,7 +3,9 @@
 The form is validated by the API's own WebhookCreate/WebhookUpdate, so the page accepts
 exactly what `POST/PUT /api/webhooks` accepts; every problem is keyed by the form field
 it belongs to (`url`, `thresholds.slowlogCount`), which is where the page shows it.
-Ranges and defaults of the number fields are read from those models, never repeated.
+Ranges and defaults of the number fields are read from those models, never repeated;
+the event types, their order, tiers and summaries, and which threshold applies to which
+type, from the event table (event_types/).
 """
 
 from dataclasses import dataclass, field
@@ -14,7 +16,8 @@ from annotated_types import Ge, Le
 from pydantic import BaseModel, ValidationError
 
 from svc_monitor.errors import Unprocessable
-from svc_monitor.licensing.models import WEBHOOK_EVENT_TIERS, Tier
+from svc_monitor.event_types.table import EVENT_TYPES
+from svc_monitor.licensing.models import Tier
 from svc_monitor.notifications.schemas import Thresholds
 from svc_monitor.web.forms import MAX_FORM_BYTES
 from svc_monitor.webhooks.schemas import (
@@ -86,32 +89,27 @@ def _group(key: str, title: str, help: str, *fields: tuple[str, str, str, str]) 
     return FieldGroup(key, title, help, tuple(NumberField(key, *f) for f in fields))
 
 
+def _threshold(name: str, label: str, unit: str) -> tuple[str, str, str, str]:
+    """A threshold field, its hint naming the event types it applies to."""
+    events = ", ".join(e.name for e in EVENT_TYPES if e.threshold == name)
+    return (name, label, f"{unit} ({events})", "1")
+
+
 FIELD_GROUPS = (
     _group(
         "thresholds",
         "Thresholds",
         "Each applies only to the event it names, for this webhook only.",
-        ("memoryCriticalPercent", "Memory critical", "% of maxmemory (memory.critical)", "1"),
-        (
-            "connectionCriticalPercent",
-            "Connections critical",
-            "% of maxclients (connection.critical)",
-            "1",
+        _threshold("memoryCriticalPercent", "Memory critical", "% of maxmemory"),
+        _threshold("connectionCriticalPercent", "Connections critical", "% of maxclients"),
+        _threshold(
+            "complianceMemoryPercent", "Compliance memory", "% of maxmemory under noeviction"
         ),
-        (
-            "complianceMemoryPercent",
-            "Compliance memory",
-            "% of maxmemory under noeviction (compliance.alert)",
-            "1",
-        ),
-        ("slowlogCount", "Slow log entries", "entries (slowlog.threshold)", "1"),
-        ("replicationLagSeconds", "Replication lag", "seconds (replication.lag)", "1"),
-        ("latencySpikeMs", "Latency spike", "ms; 0 = automatic baseline (latency.spike)", "1"),
-        (
-            "connectionSpikeCount",
-            "Connection spike",
-            "connections; 0 = automatic baseline (connection.spike)",
-            "1",
+        _threshold("slowlogCount", "Slow log entries", "entries"),
+        _threshold("replicationLagSeconds", "Replication lag", "seconds"),
+        _threshold("latencySpikeMs", "Latency spike", "ms; 0 = automatic baseline"),
+        _threshold(
+            "connectionSpikeCount", "Connection spike", "connections; 0 = automatic baseline"
         ),
     ),
     _group(
@@ -283,13 +281,17 @@ def _problems(exc: ValidationError) -> dict[str, str]:
     return problems
 
 
+_POSITION = {e.name: i for i, e in enumerate(EVENT_TYPES)}
+
+
 def _event_order(event: str) -> int:
-    return list(WEBHOOK_EVENT_TIERS).index(event) if event in WEBHOOK_EVENT_TIERS else 99
+    return _POSITION.get(event, len(_POSITION))
 
 
 @dataclass(frozen=True, slots=True)
 class EventChoice:
     name: str
+    summary: str  # when it fires, plain text
     tier: Tier  # the tier that unlocks it
     checked: bool
     locked: bool  # the tier in force does not include it: shown, not choosable
@@ -308,10 +310,18 @@ def event_picker(
     """Every event by the tier that unlocks it. An event above `tier` that the webhook
     already has stays choosable (the service keeps it), so saving does not drop it."""
     groups = {t: EventTierGroup(t) for t in Tier}
-    for event, needs in WEBHOOK_EVENT_TIERS.items():
+    for entry in EVENT_TYPES:
+        event, needs = entry.name, Tier(entry.tier)
         above = not tier.includes(needs)
         kept = above and event in subscribed
         groups[needs].choices.append(
-            EventChoice(event, needs, event in checked, locked=above and not kept, kept=kept)
+            EventChoice(
+                event,
+                entry.plain_summary,
+                needs,
+                event in checked,
+                locked=above and not kept,
+                kept=kept,
+            )
         )
     return list(groups.values())

@@ -1,10 +1,10 @@
 """From bus events to deliveries: which webhooks want this event, and what each one gets.
 
-For each event: the candidate notifications (notifications/catalogue.py), then for
+For each event: the candidate notifications (event_types/table.py), then for
 every enabled webhook whose scope covers the event's connection and which subscribes to
 the type: the tier check (a licence that lapsed stops paid events, even on webhooks
 saved before), the threshold and hysteresis check for measured ones
-(notifications/alerts.py, per webhook), and one delivery with its envelope. One
+(notifications/service.py, per webhook), and one delivery with its envelope. One
 event's deliveries are stored together and attempted at once (worker.py).
 """
 
@@ -16,10 +16,11 @@ from typing import Any
 
 from svc_monitor.connections.service import ConnectionService
 from svc_monitor.errors import NotFound
+from svc_monitor.event_types.base import Measured
+from svc_monitor.event_types.table import candidates
 from svc_monitor.events import ConnectionsChanged, Event, EventBus, InstanceEvent
 from svc_monitor.licensing.models import WEBHOOK_EVENT_TIERS
 from svc_monitor.licensing.service import LicenseService
-from svc_monitor.notifications.catalogue import Measured, candidates
 from svc_monitor.notifications.service import AlertStates
 from svc_monitor.webhooks.models import Delivery, DeliveryStatus, Webhook
 from svc_monitor.webhooks.worker import DeliveryWorker, Job, now_ms
@@ -102,7 +103,9 @@ class WebhookDispatcher:
                 if kind not in webhook.events or not tier.includes(WEBHOOK_EVENT_TIERS[kind]):
                     continue
                 if isinstance(candidate, Measured):
-                    level = candidate.level(webhook.thresholds)
+                    level = webhook.thresholds.level(
+                        candidate.threshold, automatic=candidate.automatic
+                    )
                     if level is None:
                         continue
                     key = (webhook.id, event.connection_id, kind)

@@ -2,8 +2,8 @@
 
 The record follows the OpenTelemetry event conventions: `event_name` is the webhook event
 type (stable, no dynamic parts), `time_unix_nano` when it happened, a default severity
-per event (SEVERITY below), the payload's one-sentence `message` as the body, and the
-details as attributes:
+per event type (SEVERITY below, from the event table), the payload's one-sentence
+`message` as the body, and the details as attributes:
 
 - `event.name`: the event type again, for backends that index attributes only;
 - `svc.connection.id`, `server.address`, `server.port` (int): the connection, as the
@@ -26,6 +26,8 @@ from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord, ResourceLogs, ScopeL
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 
 from svc_monitor import __version__
+from svc_monitor.event_types.base import SeverityName
+from svc_monitor.event_types.table import EVENT_TYPES
 
 SCOPE = "svc-events"  # the spec's logger name
 SERVICE_NAME = "svc-monitor"
@@ -43,34 +45,9 @@ INFO = Severity(9, "INFO")
 WARN = Severity(13, "WARN")
 ERROR = Severity(17, "ERROR")
 
-# The default severity of each event type (the README's table). Unreachable is an error;
-# a crossed threshold, a denial or a cluster change is a warning someone should look at;
-# recoveries and changes made on purpose are information.
-SEVERITY: dict[str, Severity] = {
-    "instance.down": ERROR,
-    "instance.up": INFO,
-    "memory.critical": WARN,
-    "connection.critical": WARN,
-    "client.blocked": WARN,
-    "slowlog.threshold": WARN,
-    "replication.lag": WARN,
-    "cluster.failover": WARN,
-    "cluster.bus.corruption": WARN,
-    "anomaly.detected": WARN,
-    "cve.detected": WARN,
-    "latency.spike": WARN,
-    "connection.spike": WARN,
-    "metric_forecast.limit": WARN,
-    # a primary stepping down, and lost data, are errors; a promotion is the failover's end
-    "failover.started": ERROR,
-    "failover.completed": WARN,
-    "data.loss.detected": ERROR,
-    "compliance.alert": WARN,
-    "audit.policy.violation": WARN,
-    "acl.violation": WARN,
-    "acl.modified": INFO,
-    "config.changed": INFO,
-}
+# The default severity of each event type, as the type declares it (event_types/).
+_BY_LEVEL: dict[SeverityName, Severity] = {"info": INFO, "warn": WARN, "error": ERROR}
+SEVERITY: dict[str, Severity] = {e.name: _BY_LEVEL[e.severity] for e in EVENT_TYPES}
 # Payloads that grade themselves (anomaly.detected, compliance.alert) keep their grade;
 # cve.detected's severity is a CVE's: only `critical` matches (ERROR), the rest stay WARN.
 _BY_PAYLOAD = {"info": INFO, "warning": WARN, "critical": ERROR}

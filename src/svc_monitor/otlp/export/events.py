@@ -1,6 +1,6 @@
 """Events out as OTLP logs: the bus's notifications posted to `<endpoint>/v1/logs`.
 
-The same notifications as webhooks (notifications/catalogue.py): occurrences
+The same notifications as webhooks (event_types/table.py): occurrences
 (instance.down, cluster.failover ...) every time; threshold ones judged against the
 default thresholds with our own alert states (hysteresis factor 0.9, the webhook
 default), so a threshold event is logged once per crossing, not once per poll. There is
@@ -25,8 +25,9 @@ from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 
 from svc_monitor.connections.service import ConnectionService
 from svc_monitor.errors import NotFound
+from svc_monitor.event_types.base import Candidate, Data, Measured
+from svc_monitor.event_types.table import candidates
 from svc_monitor.events import ConnectionsChanged, Event, EventBus, InstanceEvent
-from svc_monitor.notifications.catalogue import Candidate, Data, Measured, candidates
 from svc_monitor.notifications.schemas import Thresholds
 from svc_monitor.notifications.service import AlertStates
 from svc_monitor.otlp.export.event_records import Instance, export_request, log_record
@@ -139,7 +140,7 @@ class EventExporter:
     def _data_of(self, candidate: Candidate, connection_id: str) -> Data | None:
         if not isinstance(candidate, Measured):
             return candidate.data
-        level = candidate.level(self._thresholds)
+        level = self._thresholds.level(candidate.threshold, automatic=candidate.automatic)
         if level is None:
             return None  # an automatic baseline still learning
         key = (CONSUMER, connection_id, candidate.event_type)

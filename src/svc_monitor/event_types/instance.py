@@ -1,0 +1,64 @@
+"""Whether a connection answers: instance.down and instance.up (pipe/health.py publishes
+the bus events, once per transition)."""
+
+from dataclasses import dataclass
+from typing import Any
+
+from svc_monitor.event_types.base import Data, EventType, clip, iso
+from svc_monitor.events import InstanceEvent
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InstanceDown(InstanceEvent):
+    """A connection stopped answering (published once per transition)."""
+
+    reason: str  # the EngineError kind: unreachable, timeout, auth, tls, protocol ...
+    message: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InstanceUp(InstanceEvent):
+    """A connection answers again, or for the first time."""
+
+    down_since_ms: int | None = None
+
+
+def _down(e: InstanceDown) -> Data:
+    return {"message": clip(e.message), "reason": e.reason, "detectedAt": iso(e.at_ms)}
+
+
+def _up(e: InstanceUp) -> Data | None:
+    if e.down_since_ms is None:
+        return None  # first contact after start: nothing recovered, nothing to announce
+    seconds = max(0, (e.at_ms - e.down_since_ms) // 1000)
+    return {
+        "message": f"Instance is reachable again after {seconds} s down",
+        "reason": "recovered",
+        "detectedAt": iso(e.at_ms),
+        "downSince": iso(e.down_since_ms),
+    }
+
+
+INSTANCE_DOWN = EventType(
+    name="instance.down",
+    order=10,
+    source=InstanceDown,
+    build=_down,
+    tier="community",
+    severity="error",
+    summary="the INFO poll failing (once per transition)",
+    example=InstanceDown(connection_id="c1", reason="timeout", message="Timed out after 5 s"),
+)
+INSTANCE_UP = EventType(
+    name="instance.up",
+    order=20,
+    source=InstanceUp,
+    build=_up,
+    tier="community",
+    severity="info",
+    summary="the INFO poll answering again (once per transition; not at the first contact)",
+    example=InstanceUp(connection_id="c1", at_ms=60_000, down_since_ms=30_000),
+)
+
+# In the order one bus event's notifications come out (table.candidates).
+EVENT_TYPES: tuple[EventType[Any], ...] = (INSTANCE_DOWN, INSTANCE_UP)

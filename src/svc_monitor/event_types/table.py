@@ -1,0 +1,41 @@
+"""Every webhook event type, and the notifications a bus event turns into.
+
+Both consumers of the bus that tell people use this one table: webhooks
+(webhooks/dispatcher.py) and the OTLP event export (otlp/export/events.py). Each area
+module lists its types in its `EVENT_TYPES`, so a new type in an existing area needs no
+change here.
+"""
+
+from typing import Any
+
+from svc_monitor.event_types import access, cluster, detection, instance, readings
+from svc_monitor.event_types.base import Candidate, EventType
+from svc_monitor.events import Event
+
+AREAS = (instance, readings, cluster, access, detection)
+# Each area in its own order: the order of one bus event's notifications.
+_DECLARED: tuple[EventType[Any], ...] = tuple(e for area in AREAS for e in area.EVENT_TYPES)
+
+# Every type in list order (EventType.order).
+EVENT_TYPES: tuple[EventType[Any], ...] = tuple(sorted(_DECLARED, key=lambda e: e.order))
+BY_NAME: dict[str, EventType[Any]] = {e.name: e for e in EVENT_TYPES}
+
+
+def _by_source() -> dict[type[Event], tuple[EventType[Any], ...]]:
+    found: dict[type[Event], list[EventType[Any]]] = {}
+    for entry in _DECLARED:
+        found.setdefault(entry.source, []).append(entry)
+    return {source: tuple(entries) for source, entries in found.items()}
+
+
+_BY_SOURCE = _by_source()
+
+
+def candidates(event: Event) -> list[Candidate]:
+    """Every notification `event` may turn into; empty for events nobody is told of."""
+    found = []
+    for entry in _BY_SOURCE.get(type(event), ()):
+        candidate = entry.candidate(event)
+        if candidate is not None:
+            found.append(candidate)
+    return found
