@@ -3,9 +3,10 @@ the slow log, the latency monitor, commandstats and CLUSTER INFO.
 
 They reach anomaly detection as facts through the pipe (anomaly detection is one of its
 facts consumers), so a pushed connection's commandstats is judged like a polled one's.
-Each source keeps its own clock: a value is a rate over the time between two reads of that source, and the
-300-sample window spans 300 reads of it (50 minutes of slow log at the default 10 s,
-75 of commandstats at 15 s, 2.5 h of latency at 30 s; ready after 30 reads).
+Each source keeps its own clock: a value is a rate over the time between two reads of
+that source, and the 300-sample window spans 300 reads of it (50 minutes of slow log at
+the default 10 s, 75 of commandstats at 15 s, 2.5 h of latency at 30 s; ready after 30
+reads).
 
 z-score metrics (the rule of detectors.py, spikes only):
 
