@@ -1,7 +1,7 @@
 """Throughput of the OTLP receivers: pushed metric points accepted per second on one core,
 and spans stored per second by /v1/traces.
 
-Points (target: 250,000/s for protobuf, issue 9). An in-process svc-monitor (memory
+Points (target: 250,000/s for protobuf). An in-process svc-monitor (memory
 storage, the default connection removed, the bench pinned to one CPU) with push
 connections registered for every instance in the payload. Two payloads, each one export
 request near the 1 MiB limit, as the Collector's redisreceiver writes them (gauges and
@@ -23,7 +23,7 @@ the HTTP layer); "through HTTP" POSTs the same bytes to /v1/external/metrics thr
 httpx's ASGI transport (protobuf also gzipped, as the Collector sends it by default),
 client included, in the same process on the same core.
 
-Spans (target: 40,000/s with sqlite storage, issue 9). `svc-monitor serve` in a
+Spans (target: 40,000/s with sqlite storage). `svc-monitor serve` in a
 subprocess (STORAGE_TYPE=sqlite, watching an embedded Valkey), then `--clients` (4)
 concurrent clients POST protobuf exports of 100 spans each (10 traces of 10 spans, scope
 `@svc/bench`, every request with fresh trace ids) for `--spans-seconds`. Prints the

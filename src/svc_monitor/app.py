@@ -30,7 +30,7 @@ from svc_monitor.auth.dependencies.access import PageRefused, authorize, install
 from svc_monitor.compose import build_services
 from svc_monitor.config import Settings, StorageType
 from svc_monitor.connections.api import router as connections_router
-from svc_monitor.event_types.docs import payload_notes
+from svc_monitor.event_types.docs import event_table, payload_notes
 from svc_monitor.info_history.api import router as metrics_router
 from svc_monitor.kit.secret_box import SecretUndecryptable
 from svc_monitor.licensing.api import router as license_router
@@ -60,6 +60,11 @@ backoffMultiplier^(n-1)` (at most `maxDelayMs`) until `maxRetries`, then `dead_l
 disabled or deleted. URLs must be `https://` (`http://` only with NODE_ENV=development)
 and public (loopback allowed outside production). Threshold events fire once above the
 level and re-arm below `level x hysteresisFactor`.
+
+Every event type: the tier is the lowest one that may subscribe, the severity that of its
+OTLP log record.
+
+{event_table()}
 
 Payloads the spec leaves open, and the event types we added (with the tier each needs):
 

@@ -1,4 +1,4 @@
-"""The refusals the issue names, against one served app (real uvicorn, real sockets), and
+"""The refusals a hostile caller tries, against one served app (real uvicorn, real sockets), and
 the activity log afterwards exactly as it was: a refusal is not an action.
 
 A tampered cookie, an expired invitation, a reused invitation token, a member's CONFIG SET

@@ -1,31 +1,13 @@
-"""The README's table of event types and OpenAPI's payload notes follow the event table."""
-
-from pathlib import Path
+"""OpenAPI's description of the webhooks tag follows the event table."""
 
 from svc_monitor.app import WEBHOOKS_TAG
-from svc_monitor.event_types.docs import README_BEGIN, README_END, readme_table
 from svc_monitor.event_types.table import EVENT_TYPES
-
-README = Path(__file__).resolve().parents[2] / "README.md"
-
-
-def readme_block() -> str:
-    text = README.read_text()
-    assert text.count(README_BEGIN) == 1
-    return text.split(README_BEGIN + "\n", 1)[1].split("\n" + README_END, 1)[0]
+from tests.fixtures.app import RunningApp
 
 
-def test_the_readme_table_is_the_event_table():
-    assert readme_block() == readme_table(), (
-        "the README's event table differs from src/svc_monitor/event_types/: run "
-        "`PYTHONPATH=src python scripts/event_types_readme.py`"
-    )
-
-
-def test_each_readme_row_says_name_tier_severity_and_summary():
-    rows = readme_block().splitlines()[2:]
-    cells = [[c.strip() for c in row.strip("|").split(" | ")] for row in rows]
-    assert cells == [[f"`{e.name}`", e.tier, e.severity.upper(), e.summary] for e in EVENT_TYPES]
+def test_openapi_lists_each_event_type_with_its_tier_severity_and_summary():
+    for e in EVENT_TYPES:
+        assert f"| `{e.name}` | {e.tier} | {e.severity.upper()} | {e.summary} |" in WEBHOOKS_TAG
 
 
 def test_openapi_describes_each_open_payload():
@@ -35,3 +17,9 @@ def test_openapi_describes_each_open_payload():
     # the spec leaves these open; ours are named by us
     for name in ("latency.spike", "connection.spike", "cluster.bus.corruption", "cve.detected"):
         assert f"`{name}`" in WEBHOOKS_TAG
+
+
+async def test_the_served_openapi_document_carries_it(api: RunningApp):
+    spec = (await api.client.get("/api/openapi.json")).json()
+    [webhooks] = [t for t in spec["tags"] if t["name"] == "webhooks"]
+    assert webhooks["description"] == WEBHOOKS_TAG

@@ -96,10 +96,10 @@ class TestTierTable:
     def test_webhook_events_follow_the_spec(self):
         assert allowed_events(Tier.COMMUNITY) == [
             "instance.down", "instance.up", "memory.critical", "connection.critical",
-            "client.blocked", "cve.detected",  # the last one ours (issue 10): free, as the scan
+            "client.blocked", "cve.detected",  # the last one ours: free, as the scan
         ]  # fmt: skip
-        # the spec's pro events, our cluster.bus.corruption (issue 8) beside cluster.failover,
-        # and metric_forecast.limit, failover.* and data.loss.detected (issue 10)
+        # the spec's pro events, our cluster.bus.corruption beside cluster.failover, and
+        # metric_forecast.limit, failover.* and data.loss.detected
         assert set(allowed_events(Tier.PRO)) - set(allowed_events(Tier.COMMUNITY)) == {
             "slowlog.threshold", "replication.lag", "cluster.failover", "cluster.bus.corruption",
             "anomaly.detected", "latency.spike", "connection.spike", "metric_forecast.limit",

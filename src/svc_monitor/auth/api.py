@@ -1,6 +1,6 @@
 """Accounts, members, invitations, personal API tokens and the activity log over HTTP.
 
-Routes per the issue: /api/auth/* (register, login, logout, me, accept-invite),
+Routes: /api/auth/* (register, login, logout, me, accept-invite),
 /api/workspace/* (members, transfer, invitations, activity) and /api/tokens.
 Who may call each is in roles.RULES; these handlers only parse and call the service.
 """

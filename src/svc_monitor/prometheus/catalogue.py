@@ -1,7 +1,7 @@
 """Every family `/api/prometheus/metrics` can show: name, type, help and profile.
 
 Four of the spec's names fail `promtool check metrics` (abbreviated or non-base units, a
-`_count` suffix on a gauge), which the issue requires to pass, so the real tool wins
+`_count` suffix on a gauge), and the scrape must pass it, so the real tool wins
 (spec/README.md): ours are svc_instantaneous_ops_per_second (spec: _per_sec),
 svc_commandstats_latency_seconds and svc_slowlog_pattern_avg_duration_seconds (spec: _us,
 in microseconds) and svc_slowlog_pattern_entries (spec: _count). The OTLP semconv export
