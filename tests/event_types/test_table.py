@@ -60,7 +60,7 @@ class TestDeclarations:
     def test_a_summary_is_one_line(self, entry: EventType[Any]):
         assert entry.summary
         assert "\n" not in entry.summary
-        assert "|" not in entry.summary  # a cell of the README's table
+        assert "|" not in entry.summary  # a cell of the API docs' table
 
 
 class TestCandidates:

@@ -5,7 +5,7 @@ An event type (`instance.down`, `memory.critical` ...) is declared once, as an
 readings.py, cluster.py, access.py, detection.py); table.py gathers them. Everything
 else that names event types reads that table: the licence gates (licensing/models.py),
 the OTLP log severity (otlp/export/event_records.py), the webhook form, OpenAPI's
-description of the webhooks tag and the README's event table (docs.py).
+description of the webhooks tag with its table of every type (docs.py).
 
 A bus event becomes a notification in one of two ways:
 - an occurrence fires every time (instance.down, acl.modified, cve.detected ...): its
@@ -80,14 +80,14 @@ class EventType(Generic[E]):
 
     name: str
     # Where the type appears in every list of event types (the webhook form,
-    # /webhooks/allowed-events, the error naming the known types, the README). Unique;
+    # /webhooks/allowed-events, the error naming the known types, the API docs). Unique;
     # the gaps leave room for a new type between two.
     order: int
     source: type[E]  # the bus event it is built from (exactly this class)
     build: Callable[[E], Data | Measurement | None]  # None: this event sends nothing
     tier: TierName
     severity: SeverityName
-    summary: str  # when it fires, one line of Markdown (the README's table, the form)
+    summary: str  # when it fires, one line of Markdown (the API docs' table, the form)
     threshold: str | None = None  # the Thresholds field of a threshold event
     # The payload in a sentence or two, where the spec leaves it open (or the type is
     # ours): OpenAPI's description of the webhooks tag shows it.
