@@ -36,7 +36,7 @@ from svc_monitor.commandstats.store import commandstats_samples
 from svc_monitor.config import Settings
 from svc_monitor.info_history.store import MetricsStore, memory_snapshots, stats_samples
 from svc_monitor.kit.embedded_valkey import EmbeddedValkey
-from svc_monitor.latency.store import latency_histograms, latency_snapshots
+from svc_monitor.latency_analytics.store import latency_histograms, latency_snapshots
 from svc_monitor.services import Services
 from svc_monitor.slowlog.store import commandlog_entries, slowlog_entries
 from svc_monitor.web.ui import NAV

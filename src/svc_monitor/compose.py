@@ -21,7 +21,7 @@ from svc_monitor.auth.store import AuthStore
 from svc_monitor.commandstats.service import CommandstatsService
 from svc_monitor.commandstats.store import CommandstatsStore
 from svc_monitor.config import Settings, StorageType
-from svc_monitor.connections.live import LiveConnections
+from svc_monitor.connections.live_connections import LiveConnections
 from svc_monitor.connections.service import ConnectionService
 from svc_monitor.connections.store import ConnectionStore
 from svc_monitor.cve.service import CveService

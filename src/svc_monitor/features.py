@@ -38,9 +38,9 @@ from svc_monitor.info_history import store as info_history_store
 from svc_monitor.key_analytics import store as key_analytics_store
 from svc_monitor.key_analytics.api import router as key_analytics_router
 from svc_monitor.key_analytics.service import KeyAnalyticsService
-from svc_monitor.latency import store as latency_store
-from svc_monitor.latency.api import router as latency_router
-from svc_monitor.latency.service import LatencyService
+from svc_monitor.latency_analytics import store as latency_store
+from svc_monitor.latency_analytics.api import router as latency_router
+from svc_monitor.latency_analytics.service import LatencyService
 from svc_monitor.licensing.models import Feature
 from svc_monitor.live.api import router as live_router
 from svc_monitor.live.service import LiveMetricsService

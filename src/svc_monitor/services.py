@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from svc_monitor.client_analytics.service import ClientAnalyticsService
     from svc_monitor.cluster.service import ClusterService
     from svc_monitor.commandstats.service import CommandstatsService
-    from svc_monitor.connections.live import LiveConnections
+    from svc_monitor.connections.live_connections import LiveConnections
     from svc_monitor.connections.service import ConnectionService
     from svc_monitor.console.cli.service import CliService
     from svc_monitor.console.monitor.service import MonitorService
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from svc_monitor.info_history.service import MetricsService
     from svc_monitor.key_analytics.service import KeyAnalyticsService
     from svc_monitor.kit.secret_box import SecretBox
-    from svc_monitor.latency.service import LatencyService
+    from svc_monitor.latency_analytics.service import LatencyService
     from svc_monitor.licensing.service import LicenseService
     from svc_monitor.licensing.telemetry import UsageTelemetry
     from svc_monitor.live.service import LiveMetricsService

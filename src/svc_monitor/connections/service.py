@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from svc_monitor.config import Settings
 from svc_monitor.connections.hints import hint_for
-from svc_monitor.connections.live import LiveConnections
+from svc_monitor.connections.live_connections import LiveConnections
 from svc_monitor.connections.models import (
     ENV_DEFAULT_ID,
     Connection,

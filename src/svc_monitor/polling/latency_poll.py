@@ -9,7 +9,7 @@ from svc_monitor.engine.errors import EngineError
 from svc_monitor.engine.info import parse_version
 from svc_monitor.engine.latency import parse_latency_histogram, parse_latency_latest
 from svc_monitor.events import now_ms
-from svc_monitor.latency.service import LatencyService
+from svc_monitor.latency_analytics.service import LatencyService
 from svc_monitor.pipe.facts import LatencyFacts
 from svc_monitor.pipe.pipe import Pipe
 from svc_monitor.polling.models import PollKind, PollTarget

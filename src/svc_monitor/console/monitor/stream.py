@@ -1,7 +1,7 @@
 """The dedicated connection a capture reads MONITOR from.
 
 MONITOR turns a connection into a one-way stream, so a capture never borrows the pooled
-client of connections/live.py: it opens its own socket with the connection's address,
+client of connections/live_connections.py: it opens its own socket with the connection's address,
 credentials and TLS settings (as engine/client.py's EngineClient does: the same SSL context
 builder and dial rule, same timeouts, client name "svc-monitor", no CLIENT SETINFO), and
 closes it when the capture ends, which the engine sees as the client leaving.

@@ -14,7 +14,11 @@ from svc_monitor.connections.models import Connection
 from svc_monitor.engine.capabilities import unavailable_reason
 from svc_monitor.engine.info import parse_version
 from svc_monitor.events import now_ms
-from svc_monitor.latency.schemas import HistogramEntry, LatencyHistogramRead, LatencySnapshotRead
+from svc_monitor.latency_analytics.schemas import (
+    HistogramEntry,
+    LatencyHistogramRead,
+    LatencySnapshotRead,
+)
 from svc_monitor.live.schemas import CommandHistogramRead, ConfigParameterRead
 from svc_monitor.web.dependencies import Ui, UiDep
 from svc_monitor.web.live import load_live

@@ -7,8 +7,12 @@ whole once per poll where the engine has one (Redis 7+, Valkey).
 """
 
 from svc_monitor.engine.latency import CommandHistogram, LatencyEvent
-from svc_monitor.latency.schemas import HistogramEntry, LatencyHistogramRead, LatencySnapshotRead
-from svc_monitor.latency.store import LatencyStore, latency_histograms, latency_snapshots
+from svc_monitor.latency_analytics.schemas import (
+    HistogramEntry,
+    LatencyHistogramRead,
+    LatencySnapshotRead,
+)
+from svc_monitor.latency_analytics.store import LatencyStore, latency_histograms, latency_snapshots
 
 
 class LatencyService:

@@ -5,7 +5,7 @@ from typing import Annotated
 from fastapi import Depends
 
 from svc_monitor.api.dependencies import FeaturesDep
-from svc_monitor.latency.service import LatencyService
+from svc_monitor.latency_analytics.service import LatencyService
 
 
 def get_latency(features: FeaturesDep) -> LatencyService:

@@ -5,8 +5,8 @@ from fastapi import APIRouter
 from svc_monitor.api.error_responses import error_responses
 from svc_monitor.api.params import From, Limit, Offset, To
 from svc_monitor.connections.dependencies import SelectedConnection
-from svc_monitor.latency.dependencies import LatencyDep
-from svc_monitor.latency.schemas import LatencyHistogramRead, LatencySnapshotRead
+from svc_monitor.latency_analytics.dependencies import LatencyDep
+from svc_monitor.latency_analytics.schemas import LatencyHistogramRead, LatencySnapshotRead
 
 router = APIRouter(tags=["latency history"])
 
