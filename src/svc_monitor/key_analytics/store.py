@@ -27,6 +27,7 @@ from sqlalchemy import (
 
 from svc_monitor.key_analytics.models import PatternStats, RankedKey, SizeBucket, Snapshot
 from svc_monitor.kit.records import from_attributes
+from svc_monitor.storage.columns import connection_id_column
 from svc_monitor.storage.database import Database
 from svc_monitor.storage.history import history_table, in_window
 from svc_monitor.storage.metadata import metadata
@@ -67,7 +68,7 @@ key_analytics_cursors = Table(
     "key_analytics_cursors",
     metadata,
     # The connection's id, or cursor_key(id, shard) for one shard of a cluster.
-    Column("connection_id", String(64), primary_key=True),
+    connection_id_column(primary_key=True),
     Column("source", String(300), nullable=False),  # a cursor is only valid on its server
     Column("cursor", String(32), nullable=False),
     Column("updated_at", BigInteger, nullable=False),

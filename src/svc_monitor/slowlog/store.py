@@ -28,6 +28,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql, sqlite
 
 from svc_monitor.engine.slowlog import LogEntry, LogType
+from svc_monitor.storage.columns import connection_id_column
 from svc_monitor.storage.database import Database
 from svc_monitor.storage.metadata import metadata
 
@@ -38,7 +39,7 @@ def _log_table(name: str, *extra: Column[Any]) -> Table:
         name,
         metadata,
         Column("id", Integer, primary_key=True, autoincrement=True),
-        Column("connection_id", String(64), nullable=False),
+        connection_id_column(nullable=False),
         Column("captured_at", BigInteger, nullable=False),
         Column("node", String(300), nullable=False),
         *extra,
