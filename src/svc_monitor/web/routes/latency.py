@@ -16,6 +16,7 @@ from svc_monitor.engine.info import parse_version
 from svc_monitor.events import now_ms
 from svc_monitor.latency.schemas import HistogramEntry, LatencyHistogramRead, LatencySnapshotRead
 from svc_monitor.live.schemas import CommandHistogramRead, ConfigParameterRead
+from svc_monitor.web.bars import Bar
 from svc_monitor.web.dependencies import Ui, UiDep
 from svc_monitor.web.live import load_live
 from svc_monitor.web.pages import RANGES, Page
@@ -43,16 +44,6 @@ _STORED_LIMIT = 2000
 
 
 @dataclass(frozen=True, slots=True)
-class Bar:
-    """One bucket of a command's latency distribution, drawn as an SVG bar."""
-
-    x: int
-    height: int
-    upper_us: int
-    calls: int
-
-
-@dataclass(frozen=True, slots=True)
 class CommandLatency:
     """One command's histogram read as percentiles (µs), since start and over the last hour."""
 
@@ -61,7 +52,7 @@ class CommandLatency:
     p50: int | None
     p99: int | None
     p999: int | None
-    bars: list[Bar]
+    bars: list[Bar[int]]  # bound: the bucket's upper bound in µs
     recent_calls: int | None
     recent_p99: int | None
 
@@ -89,7 +80,7 @@ def _at(points: list[tuple[int, int]], bound: int) -> int:
     return points[index - 1][1] if index else 0
 
 
-def _bars(points: list[tuple[int, int]], total: int) -> list[Bar]:
+def _bars(points: list[tuple[int, int]], total: int) -> list[Bar[int]]:
     bars, before = [], 0
     for index, (bound, calls) in enumerate(points):
         count = calls - before
