@@ -5,6 +5,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from svc_monitor.anomaly.models import BufferState
+from svc_monitor.kit.records import from_attributes
 
 
 class AnomalyEventRead(BaseModel):
@@ -25,21 +26,13 @@ class AnomalyEventRead(BaseModel):
 
     @classmethod
     def of(cls, row: Any) -> "AnomalyEventRead":
-        return cls(
-            id=row.id,
-            groupId=row.group_id,
-            metric=row.metric,
+        return from_attributes(
+            cls,
+            row,
             anomalyType=row.kind,
-            severity=row.severity,
-            value=row.value,
-            baseline=row.baseline,
             stdDev=row.stddev,
-            zScore=row.z_score,
-            threshold=row.threshold,
-            message=row.message,
             timestamp=row.captured_at,
             resolved=row.resolved_at is not None,
-            resolvedAt=row.resolved_at,
         )
 
 
@@ -57,17 +50,12 @@ class CorrelatedGroupRead(BaseModel):
 
     @classmethod
     def of(cls, row: Any) -> "CorrelatedGroupRead":
-        return cls(
-            id=row.id,
-            pattern=row.pattern,
-            severity=row.severity,
-            diagnosis=row.diagnosis,
-            recommendation=row.recommendation,
+        return from_attributes(
+            cls,
+            row,
             metrics=list(row.metrics),
-            eventCount=row.event_count,
             timestamp=row.captured_at,
             resolved=row.resolved_at is not None,
-            resolvedAt=row.resolved_at,
         )
 
 
@@ -80,13 +68,7 @@ class BufferRead(BaseModel):
 
     @classmethod
     def of(cls, state: BufferState) -> "BufferRead":
-        return cls(
-            metric=state.metric,
-            samples=state.samples,
-            ready=state.ready,
-            mean=state.mean,
-            stdDev=state.stddev,
-        )
+        return from_attributes(cls, state, stdDev=state.stddev)
 
 
 class BuffersRead(BaseModel):

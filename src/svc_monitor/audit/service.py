@@ -20,6 +20,7 @@ from svc_monitor.engine.errors import EngineError
 from svc_monitor.engine.info import parse_version
 from svc_monitor.errors import NotSupported, Unavailable
 from svc_monitor.events import EventBus
+from svc_monitor.kit.records import from_attributes
 
 # The server keeps 128 entries by default (acllog-max-len); asking for more costs nothing.
 POLL_COUNT = 128
@@ -114,21 +115,7 @@ class AuditService:
     ) -> list[AclLogEntryRead]:
         _require_acl_log(identity)
         reply = await _live(client, "ACL", "LOG", count)
-        return [
-            AclLogEntryRead(
-                entryId=e.entry_id,
-                count=e.count,
-                reason=e.reason,
-                context=e.context,
-                object=e.object,
-                username=e.username,
-                ageSeconds=e.age_seconds,
-                clientInfo=e.client_info,
-                timestampCreated=e.timestamp_created,
-                timestampLastUpdated=e.timestamp_last_updated,
-            )
-            for e in parse_acl_log(reply)
-        ]
+        return [from_attributes(AclLogEntryRead, e) for e in parse_acl_log(reply)]
 
     async def reset_live_log(self, client: EngineClient, identity: EngineIdentity | None) -> None:
         """ACL LOG RESET on the server; the stored audit trail is kept."""

@@ -3,6 +3,7 @@
 from pydantic import BaseModel, ConfigDict, Field
 
 from svc_monitor.auth.models import ActivityEntry, ApiToken, Invitation, Role, User
+from svc_monitor.kit.records import from_attributes
 
 
 class _Body(BaseModel):
@@ -140,19 +141,7 @@ class ActivityRead(BaseModel):
 
     @classmethod
     def of(cls, entry: ActivityEntry) -> "ActivityRead":
-        return cls(
-            id=entry.id,
-            at=entry.at,
-            actorId=entry.actor_id,
-            actorName=entry.actor_name,
-            action=entry.action,
-            sourceIp=entry.source_ip,
-            connectionId=entry.connection_id,
-            route=entry.route,
-            status=entry.status,
-            objectId=entry.object_id,
-            details=entry.details,
-        )
+        return from_attributes(cls, entry)
 
 
 class ActivityPage(BaseModel):

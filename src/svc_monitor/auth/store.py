@@ -31,6 +31,7 @@ from svc_monitor.auth.models import (
     Role,
     User,
 )
+from svc_monitor.storage.columns import connection_id_column
 from svc_monitor.storage.database import Database
 from svc_monitor.storage.metadata import metadata
 
@@ -102,7 +103,7 @@ activity_log = Table(
     Column("actor_name", String(100), nullable=True),
     Column("action", String(200), nullable=False, index=True),
     Column("source_ip", String(64), nullable=True),
-    Column("connection_id", String(64), nullable=True),
+    connection_id_column(nullable=True),
     Column("route", String(300), nullable=True),
     Column("status", Integer, nullable=True),
     Column("object_id", String(200), nullable=True),

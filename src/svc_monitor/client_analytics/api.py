@@ -5,8 +5,13 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query
 
 from svc_monitor.api.error_responses import error_responses
-from svc_monitor.api.params import From, Limit, Offset, To
-from svc_monitor.client_analytics.dependencies import ClientAnalyticsDep
+from svc_monitor.api.params import From, HistoryPage, Limit, To
+from svc_monitor.client_analytics.dependencies import (
+    ClientAnalyticsDep,
+    ClientFilter,
+    Name,
+    User,
+)
 from svc_monitor.client_analytics.models import SnapshotFilter
 from svc_monitor.client_analytics.schemas import (
     ActivityTimeline,
@@ -27,9 +32,6 @@ from svc_monitor.connections.dependencies import ConnectionServiceDep, SelectedC
 
 router = APIRouter(tags=["client-analytics"])
 
-Name = Annotated[str | None, Query(max_length=256, description="client name (CLIENT SETNAME)")]
-User = Annotated[str | None, Query(max_length=256, description="ACL username")]
-Addr = Annotated[str | None, Query(max_length=128, description="host:port, or a host alone")]
 BucketMs = Annotated[int, Query(alias="bucketMs", ge=1000, le=86_400_000, description="ms")]
 Kind = Annotated[ClientType | None, Query(description="only clients of this type")]
 IncludeMonitor = Annotated[
@@ -43,19 +45,10 @@ _LIVE_ERRORS = error_responses(404, 409, 422, 503)
     "/client-analytics/snapshots", response_model=list[ClientSnapshot], responses=_HISTORY_ERRORS
 )
 async def list_client_snapshots(
-    connection: SelectedConnection,
-    analytics: ClientAnalyticsDep,
-    name: Name = None,
-    user: User = None,
-    addr: Addr = None,
-    since: From = None,
-    until: To = None,
-    limit: Limit = 100,
-    offset: Offset = 0,
+    where: ClientFilter, page: HistoryPage, analytics: ClientAnalyticsDep
 ) -> list[ClientSnapshot]:
     """Stored client snapshots (one per client per CLIENT LIST poll), newest first."""
-    where = SnapshotFilter(connection.id, since, until, name, user, addr)
-    return await analytics.snapshots(where, limit=limit, offset=offset)
+    return await analytics.snapshots(where, limit=page.limit, offset=page.offset)
 
 
 @router.get(
@@ -89,20 +82,11 @@ async def get_client_stats(
     "/client-analytics/history", response_model=list[ClientSnapshot], responses=_HISTORY_ERRORS
 )
 async def get_client_history(
-    connection: SelectedConnection,
-    analytics: ClientAnalyticsDep,
-    name: Name = None,
-    user: User = None,
-    addr: Addr = None,
-    since: From = None,
-    until: To = None,
-    limit: Limit = 100,
-    offset: Offset = 0,
+    where: ClientFilter, page: HistoryPage, analytics: ClientAnalyticsDep
 ) -> list[ClientSnapshot]:
     """The snapshots of one client, picked by name, user or addr (at least one is required),
     newest first."""
-    where = SnapshotFilter(connection.id, since, until, name, user, addr)
-    return await analytics.history(where, limit=limit, offset=offset)
+    return await analytics.history(where, limit=page.limit, offset=page.offset)
 
 
 @router.get(

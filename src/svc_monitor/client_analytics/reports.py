@@ -13,6 +13,7 @@ from svc_monitor.client_analytics.schemas import (
     LiveClient,
 )
 from svc_monitor.engine.clients import ClientInfo
+from svc_monitor.kit.records import from_attributes
 
 
 def bucket(at: int, since: int, bucket_ms: int) -> int:
@@ -86,56 +87,11 @@ def buffer_anomaly(row: Any, *, qbuf: int, omem: int) -> BufferAnomaly:
 
 
 def snapshot(r: Any) -> ClientSnapshot:
-    return ClientSnapshot(
-        id=r.id,
-        capturedAt=r.captured_at,
-        clientId=r.client_id,
-        addr=r.addr,
-        laddr=r.laddr,
-        name=r.name,
-        user=r.username,
-        db=r.db,
-        cmd=r.cmd,
-        ageSeconds=r.age,
-        idleSeconds=r.idle,
-        flags=r.flags,
-        sub=r.sub,
-        psub=r.psub,
-        multi=r.multi,
-        qbuf=r.qbuf,
-        qbufFree=r.qbuf_free,
-        obl=r.obl,
-        oll=r.oll,
-        omem=r.omem,
-        totMem=r.tot_mem,
-        libName=r.lib_name,
-    )
+    return from_attributes(ClientSnapshot, r, user=r.username, ageSeconds=r.age, idleSeconds=r.idle)
 
 
 def live_client(c: ClientInfo) -> LiveClient:
-    return LiveClient(
-        clientId=c.id,
-        addr=c.addr,
-        laddr=c.laddr,
-        name=c.name,
-        user=c.user,
-        db=c.db,
-        cmd=c.cmd,
-        ageSeconds=c.age,
-        idleSeconds=c.idle,
-        flags=c.flags,
-        sub=c.sub,
-        psub=c.psub,
-        multi=c.multi,
-        qbuf=c.qbuf,
-        qbufFree=c.qbuf_free,
-        obl=c.obl,
-        oll=c.oll,
-        omem=c.omem,
-        totMem=c.tot_mem,
-        libName=c.lib_name,
-        extra=c.extra,
-    )
+    return from_attributes(LiveClient, c, clientId=c.id, ageSeconds=c.age, idleSeconds=c.idle)
 
 
 def ip(addr: str) -> str:

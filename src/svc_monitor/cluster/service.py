@@ -44,6 +44,7 @@ from svc_monitor.engine.errors import EngineError, EngineResponseError
 from svc_monitor.engine.slowlog import parse_log_reply
 from svc_monitor.errors import Conflict
 from svc_monitor.events import now_ms
+from svc_monitor.kit.records import from_attributes
 from svc_monitor.live.service import (
     SLOT_STATS_UNSUPPORTED,
     ClusterModeDisabled,
@@ -325,18 +326,13 @@ class ClusterService:
     async def merged_clients(self, connection: Connection) -> list[ClusterClient]:
         """CLIENT LIST of every node, the monitor's own connections left out."""
         return [
-            ClusterClient(
+            from_attributes(
+                ClusterClient,
+                c,
                 node=node.address,
                 nodeId=node.id,
-                id=c.id,
-                addr=c.addr,
-                name=c.name,
-                user=c.user,
-                db=c.db,
-                cmd=c.cmd,
                 ageSeconds=c.age,
                 idleSeconds=c.idle,
-                flags=c.flags,
             )
             for node, reply in await self.fan_out(connection, "CLIENT", "LIST")
             if not isinstance(reply, EngineError)
@@ -355,20 +351,9 @@ class ClusterService:
         await self._require_cluster(connection)
         reply = await engine_call(self._connections.client(connection), "CLUSTER", "NODES")
         return [
-            ClusterNodeRead(
-                id=n.id,
-                address=n.address,
-                host=n.host,
-                port=n.port,
-                busPort=n.bus_port,
-                hostname=n.hostname,
-                flags=n.flags,
-                master=n.master,
-                pingSent=n.ping_sent,
-                pongReceived=n.pong_received,
-                configEpoch=n.config_epoch,
-                linkState=n.link_state,
-                slots=n.slots,
+            from_attributes(
+                ClusterNodeRead,
+                n,
                 migratingSlots=[SlotMoveRead(slot=m.slot, nodeId=m.node) for m in n.migrating],
                 importingSlots=[SlotMoveRead(slot=m.slot, nodeId=m.node) for m in n.importing],
             )

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from svc_monitor.commandstats.schemas import CommandStatRead, CommandStatSample
 from svc_monitor.commandstats.store import CommandstatsStore
 from svc_monitor.engine.info import FieldValue, ParsedInfo
+from svc_monitor.kit.records import from_attributes
 from svc_monitor.pipe.facts import CommandstatsFacts, Facts
 
 _PREFIX = "cmdstat_"
@@ -128,22 +129,7 @@ class CommandstatsService:
         rows = await self._store.history(
             connection_id, command.lower(), since=since, until=until, limit=limit
         )
-        return [
-            CommandStatSample(
-                id=r.id,
-                command=r.command,
-                calls=r.calls,
-                usec=r.usec,
-                usecPerCall=r.usec_per_call,
-                rejectedCalls=r.rejected_calls,
-                failedCalls=r.failed_calls,
-                capturedAt=r.captured_at,
-                callsDelta=r.calls_delta,
-                usecDelta=r.usec_delta,
-                intervalMs=r.interval_ms,
-            )
-            for r in rows
-        ]
+        return [from_attributes(CommandStatSample, r) for r in rows]
 
     def forget(self, connection_id: str) -> None:
         self._latest.pop(connection_id, None)

@@ -17,6 +17,7 @@ from svc_monitor.engine.capabilities import EngineIdentity, detect
 from svc_monitor.engine.client import EngineClient, EngineTarget
 from svc_monitor.engine.errors import EngineError
 from svc_monitor.engine.ledger import CommandLedger
+from svc_monitor.kit.records import from_attributes
 
 logger = logging.getLogger(__name__)
 
@@ -55,18 +56,10 @@ class LiveConnections:
         self._insecure_warned: set[str] = set()
 
     def target(self, connection: Connection) -> EngineTarget:
-        return EngineTarget(
-            host=connection.host,
-            port=connection.port,
-            username=connection.username,
-            password=connection.password,
-            tls=connection.tls,
-            db=connection.db,
+        return from_attributes(
+            EngineTarget,
+            connection,
             tls_ca_file=self.tls_ca_file,
-            tls_ca_cert=connection.tls_ca_cert,
-            tls_cert=connection.tls_cert,
-            tls_key=connection.tls_key,
-            tls_insecure=connection.tls_insecure,
             via=self.tunnels.dialer(connection),
         )
 

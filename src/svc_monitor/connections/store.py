@@ -21,13 +21,14 @@ from sqlalchemy import (
 
 from svc_monitor.connections.models import Connection, SshTunnel
 from svc_monitor.kit.secret_box import SecretBox, SecretUndecryptable
+from svc_monitor.storage.columns import CONNECTION_ID_LENGTH
 from svc_monitor.storage.database import Database
 from svc_monitor.storage.metadata import metadata
 
 connections = Table(
     "connections",
     metadata,
-    Column("id", String(64), primary_key=True),
+    Column("id", String(CONNECTION_ID_LENGTH), primary_key=True),
     Column("name", String(100), nullable=False),
     Column("host", String(255), nullable=False),
     Column("port", Integer, nullable=False),

@@ -26,13 +26,14 @@ from sqlalchemy import (
 )
 
 from svc_monitor.cve.models import Finding
+from svc_monitor.storage.columns import connection_id_column
 from svc_monitor.storage.database import Database
 from svc_monitor.storage.metadata import metadata
 
 cve_scans = Table(
     "cve_scans",
     metadata,
-    Column("connection_id", String(64), nullable=False),
+    connection_id_column(nullable=False),
     Column("engine", String(16), nullable=False),
     Column("version", String(64), nullable=False),
     Column("scanned_at", BigInteger, nullable=False),  # epoch ms
@@ -43,7 +44,7 @@ cve_scans = Table(
 cve_findings = Table(
     "cve_findings",
     metadata,
-    Column("connection_id", String(64), nullable=False),
+    connection_id_column(nullable=False),
     Column("finding_id", String(64), nullable=False),
     Column("kind", String(16), nullable=False),
     Column("severity", String(16), nullable=False),

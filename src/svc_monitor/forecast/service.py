@@ -34,7 +34,7 @@ import logging
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, get_args
 
 from svc_monitor.config import Settings
@@ -92,29 +92,21 @@ class _Settings:
     updated_at: int | None
 
 
+@dataclass(eq=False)  # compared and hashed by identity, as a service is
 class ForecastService:
     """Forecasts, their settings, the limit alerts and the latest projections (Prometheus)."""
 
-    def __init__(
-        self,
-        store: ForecastStore,
-        metrics: MetricsService,
-        connections: ConnectionService,
-        settings: Settings,
-        bus: EventBus,
-        *,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        self._store = store
-        self._metrics = metrics
-        self._connections = connections
-        self._settings = settings
-        self._bus = bus
-        self._clock = clock
-        self._fired: set[tuple[str, str]] = set()
-        # (connection id, kind) -> seconds to the limit, from the newest forecast with one.
-        self.projections: dict[tuple[str, str], float] = {}
-        self.passes = 0
+    store: ForecastStore
+    metrics: MetricsService
+    connections: ConnectionService
+    settings: Settings
+    bus: EventBus
+    _: KW_ONLY
+    clock: Callable[[], float] = time.time
+    _fired: set[tuple[str, str]] = field(default_factory=set, init=False)
+    # (connection id, kind) -> seconds to the limit, from the newest forecast with one.
+    projections: dict[tuple[str, str], float] = field(default_factory=dict, init=False)
+    passes: int = field(default=0, init=False)
 
     # --- settings ---
 
@@ -147,18 +139,18 @@ class ForecastService:
             "alert_threshold_ms": change.alertThresholdMs or current.alert_threshold_ms,
             "updated_at": self._now_ms(),
         }
-        await self._store.save(row)
+        await self.store.save(row)
         return await self.read_settings(connection_id, kind)
 
     async def _load(self, connection_id: str, kind: str) -> _Settings:
-        return self._settings_of(await self._store.get(connection_id, kind))
+        return self._settings_of(await self.store.get(connection_id, kind))
 
     async def _load_all(self, connection_id: str) -> dict[str, _Settings]:
-        rows = {row.metric_kind: row for row in await self._store.all_of(connection_id)}
+        rows = {row.metric_kind: row for row in await self.store.all_of(connection_id)}
         return {kind: self._settings_of(rows.get(kind)) for kind in KINDS}
 
     def _settings_of(self, row: Any) -> _Settings:
-        s = self._settings
+        s = self.settings
         if row is None:
             return _Settings(
                 enabled=True,
@@ -182,7 +174,7 @@ class ForecastService:
             {
                 "connectionId": connection_id,
                 "metricKind": kind,
-                "enabled": current.enabled and self._settings.METRIC_FORECASTING_ENABLED,
+                "enabled": current.enabled and self.settings.METRIC_FORECASTING_ENABLED,
                 "ceiling": current.ceiling,
                 "defaultCeiling": _DEFAULT_CEILINGS[kind],
                 "rollingWindowMs": current.rolling_window_ms,
@@ -210,7 +202,7 @@ class ForecastService:
     ) -> ForecastRead:
         """`read`: the buckets already read for this connection, by window (one read serves
         every metric with the same window)."""
-        enabled = current.enabled and self._settings.METRIC_FORECASTING_ENABLED
+        enabled = current.enabled and self.settings.METRIC_FORECASTING_ENABLED
         now = self._now_ms()
         window = current.rolling_window_ms
         base: dict[str, Any] = {
@@ -225,7 +217,7 @@ class ForecastService:
             return _empty(base, human="Forecasting is disabled for this metric")
         buckets = None if read is None else read.get(window)
         if buckets is None:
-            buckets = await self._metrics.memory_buckets(
+            buckets = await self.metrics.memory_buckets(
                 connection_id, since=now - window, until=now, max_points=MAX_POINTS
             )
             if read is not None:
@@ -266,11 +258,11 @@ class ForecastService:
     async def evaluate(self) -> None:
         """One pass over every connection and metric: refresh the projections, publish
         `MetricForecastLimit` on each new crossing, re-arm the recovered ones."""
-        if not self._settings.METRIC_FORECASTING_ENABLED:
+        if not self.settings.METRIC_FORECASTING_ENABLED:
             self.projections.clear()
             self._fired.clear()
             return
-        connections = await self._connections.list()
+        connections = await self.connections.list()
         known = {c.id for c in connections}
         for key in [k for k in self.projections if k[0] not in known]:
             self.projections.pop(key, None)
@@ -300,7 +292,7 @@ class ForecastService:
             return
         if ttl is not None and ttl <= threshold:
             self._fired.add(key)
-            self._bus.publish(
+            self.bus.publish(
                 MetricForecastLimit(
                     connection_id=connection_id,
                     at_ms=self._now_ms(),
@@ -314,7 +306,7 @@ class ForecastService:
             )
 
     def _now_ms(self) -> int:
-        return int(self._clock() * 1000)
+        return int(self.clock() * 1000)
 
 
 def _little_fragmented(read: dict[int, list[MemoryBucket]]) -> bool:

@@ -15,13 +15,14 @@ from sqlalchemy import (
     select,
 )
 
+from svc_monitor.storage.columns import connection_id_column
 from svc_monitor.storage.database import Database
 from svc_monitor.storage.metadata import metadata
 
 metric_forecast_settings = Table(
     "metric_forecast_settings",
     metadata,
-    Column("connection_id", String(64), primary_key=True),
+    connection_id_column(primary_key=True),
     Column("metric_kind", String(32), primary_key=True),
     Column("enabled", Boolean, nullable=False),
     Column("ceiling", Float, nullable=True),  # NULL: the kind's default ceiling

@@ -6,7 +6,7 @@ from fastapi import APIRouter, Depends, Query, Response
 
 from svc_monitor.api.dependencies import ServicesDep
 from svc_monitor.api.error_responses import error_responses
-from svc_monitor.api.params import From, Limit, Offset, To
+from svc_monitor.api.params import From, HistoryPage, To
 from svc_monitor.connections.dependencies import ConnectionServiceDep, SelectedConnection
 from svc_monitor.errors import Unavailable
 from svc_monitor.info_history.schemas import (
@@ -78,16 +78,11 @@ async def get_history(
     responses=error_responses(404, 422),
 )
 async def list_memory_snapshots(
-    connection: SelectedConnection,
-    metrics: MetricsDep,
-    since: From = None,
-    until: To = None,
-    limit: Limit = 100,
-    offset: Offset = 0,
+    connection: SelectedConnection, metrics: MetricsDep, page: HistoryPage
 ) -> list[MemorySnapshot]:
     """Memory snapshots of the selected connection, oldest first within the window."""
     return await metrics.memory_snapshots(
-        connection.id, since=since, until=until, limit=limit, offset=offset
+        connection.id, since=page.since, until=page.until, limit=page.limit, offset=page.offset
     )
 
 

@@ -20,6 +20,7 @@ from svc_monitor.info_history.schemas import (
     MonitorLoad,
 )
 from svc_monitor.info_history.store import SERIES, MetricsStore, memory_snapshots
+from svc_monitor.kit.records import from_attributes
 from svc_monitor.pipe.observation import Observation
 
 logger = logging.getLogger(__name__)
@@ -52,24 +53,7 @@ class MetricsService:
         rows = await self._store.range(
             memory_snapshots, connection_id, since=since, until=until, limit=limit, offset=offset
         )
-        return [
-            MemorySnapshot(
-                id=r.id,
-                capturedAt=r.captured_at,
-                usedMemory=r.used_memory,
-                usedMemoryRss=r.used_memory_rss,
-                usedMemoryPeak=r.used_memory_peak,
-                memFragmentationRatio=r.mem_fragmentation_ratio,
-                maxmemory=r.maxmemory,
-                allocatorFragRatio=r.allocator_frag_ratio,
-                opsPerSec=r.ops_per_sec,
-                cpuSysPercent=r.cpu_sys_percent,
-                cpuUserPercent=r.cpu_user_percent,
-                ioThreadedReads=r.io_threaded_reads,
-                ioThreadedWrites=r.io_threaded_writes,
-            )
-            for r in rows
-        ]
+        return [from_attributes(MemorySnapshot, r) for r in rows]
 
     async def history(
         self, connection_id: str, *, since: int | None, until: int | None, max_points: int

@@ -45,7 +45,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from svc_monitor.config import Settings
@@ -87,24 +87,18 @@ CARDINALITY = {
 SHARD_CONCURRENCY = 8
 
 
+@dataclass(eq=False)  # compared and hashed by identity, as a service is
 class KeyAnalyticsService:
     """Runs key analytics on polled connections and reads the stored runs."""
 
-    def __init__(
-        self,
-        store: KeyAnalyticsStore,
-        connections: ConnectionService,
-        live_state: LiveState,
-        settings: Settings,
-    ) -> None:
-        self._store = store
-        self._connections = connections
-        self._live_state = live_state
-        self._settings = settings
-        self._locks: dict[str, asyncio.Lock] = {}
-        self._under_pressure: set[str] = set()
-        # The newest run of each connection this process made: Prometheus reads it.
-        self.latest: dict[str, Snapshot] = {}
+    store: KeyAnalyticsStore
+    connections: ConnectionService
+    live_state: LiveState
+    settings: Settings
+    _locks: dict[str, asyncio.Lock] = field(default_factory=dict, init=False)
+    _under_pressure: set[str] = field(default_factory=set, init=False)
+    # The newest run of each connection this process made: Prometheus reads it.
+    latest: dict[str, Snapshot] = field(default_factory=dict, init=False)
 
     # --- runs ---
 
@@ -115,8 +109,8 @@ class KeyAnalyticsService:
 
         `budget_s` bounds the sampling (default: the engine deadline, half of a poll pass's).
         """
-        client = self._connections.client(connection)  # NeedsLiveConnection when pushed
-        reason = pressure_reason(self._live_state, connection.id)
+        client = self.connections.client(connection)  # NeedsLiveConnection when pushed
+        reason = pressure_reason(self.live_state, connection.id)
         if reason is not None:
             if connection.id not in self._under_pressure:
                 self._under_pressure.add(connection.id)
@@ -137,7 +131,7 @@ class KeyAnalyticsService:
             snapshot = await self._run_cluster(connection, client, info, budget_s, started)
         if snapshot is None:
             snapshot = await self._run_server(connection, client, info, budget_s, started)
-        await self._store.insert(snapshot)
+        await self.store.insert(snapshot)
         self.latest[connection.id] = snapshot
         return snapshot
 
@@ -149,7 +143,7 @@ class KeyAnalyticsService:
         budget_s: float,
         started: float,
     ) -> Snapshot:
-        replica = await fit_replica(self._connections, client, info)
+        replica = await fit_replica(self.connections, client, info)
         source = replica or client
         try:
             snapshot = await self._sample(connection, source, info, budget_s, started)
@@ -172,12 +166,12 @@ class KeyAnalyticsService:
         cursor = await self._start_cursor(connection.id, address)
 
         async def save_cursor(value: int) -> None:
-            await self._store.save_cursor(connection.id, address, value, at=now_ms())
+            await self.store.save_cursor(connection.id, address, value, at=now_ms())
 
         sampler = Sampler(
             source,
-            sample_size=self._settings.KEY_ANALYTICS_SAMPLE_SIZE,
-            batch_size=self._settings.KEY_ANALYTICS_SCAN_BATCH_SIZE,
+            sample_size=self.settings.KEY_ANALYTICS_SAMPLE_SIZE,
+            batch_size=self.settings.KEY_ANALYTICS_SCAN_BATCH_SIZE,
             with_freq=lfu,
             budget_s=budget_s,
             save_cursor=save_cursor,
@@ -198,7 +192,7 @@ class KeyAnalyticsService:
             duration_ms=round((time.perf_counter() - started) * 1000),
             paused_ms=round(run.paused_s * 1000),
             complete=run.whole_keyspace
-            or len(run.samples) >= self._settings.KEY_ANALYTICS_SAMPLE_SIZE,
+            or len(run.samples) >= self.settings.KEY_ANALYTICS_SAMPLE_SIZE,
             eviction_policy=policy,
             hot_keys_note=_hot_keys_note(policy, lfu, figures.hottest),
             patterns=figures.patterns,
@@ -210,7 +204,7 @@ class KeyAnalyticsService:
     async def _start_cursor(
         self, connection_id: str, address: str, *, shard: str | None = None
     ) -> int:
-        stored = await self._store.cursor(connection_id, shard=shard)
+        stored = await self.store.cursor(connection_id, shard=shard)
         # A cursor means nothing on another server (the replica changed, or the primary).
         return stored[1] if stored is not None and stored[0] == address else 0
 
@@ -235,9 +229,7 @@ class KeyAnalyticsService:
 
         async def open_one(node: ClusterNode) -> Shard | EngineError:
             async with limit:
-                return await open_shard(
-                    self._connections, connection.id, (seed, info), node, opened
-                )
+                return await open_shard(self.connections, connection.id, (seed, info), node, opened)
 
         async def read_one(shard: Shard, share: int) -> SampleRun | EngineError:
             async with limit:
@@ -248,9 +240,7 @@ class KeyAnalyticsService:
             shards = [s for s in found if isinstance(s, Shard)]
             if not shards:
                 raise next(e for e in found if isinstance(e, EngineError))
-            shares = split_sample(
-                self._settings.KEY_ANALYTICS_SAMPLE_SIZE, [s.keys for s in shards]
-            )
+            shares = split_sample(self.settings.KEY_ANALYTICS_SAMPLE_SIZE, [s.keys for s in shards])
             runs = await asyncio.gather(
                 *(read_one(s, n) for s, n in zip(shards, shares, strict=True))
             )
@@ -301,14 +291,14 @@ class KeyAnalyticsService:
         cursor = await self._start_cursor(connection.id, address, shard=shard.primary)
 
         async def save_cursor(value: int) -> None:
-            await self._store.save_cursor(
+            await self.store.save_cursor(
                 connection.id, address, value, at=now_ms(), shard=shard.primary
             )
 
         sampler = Sampler(
             shard.source,
             sample_size=share,
-            batch_size=self._settings.KEY_ANALYTICS_SCAN_BATCH_SIZE,
+            batch_size=self.settings.KEY_ANALYTICS_SCAN_BATCH_SIZE,
             with_freq=_lfu(shard.policy),
             budget_s=max(0.0, deadline - time.perf_counter()),
             save_cursor=save_cursor,
@@ -388,7 +378,7 @@ class KeyAnalyticsService:
         """The connection's newest stored run with its patterns; None before the first."""
         if connection.pushed:
             raise NeedsLiveConnection(connection)
-        return await self._store.latest(connection.id)
+        return await self.store.latest(connection.id)
 
     async def patterns(
         self,
@@ -405,11 +395,11 @@ class KeyAnalyticsService:
             raise NeedsLiveConnection(connection)
         captured_at = None
         if since is None and until is None:
-            row = await self._store.latest_run(connection.id)
+            row = await self.store.latest_run(connection.id)
             if row is None:
                 return []
             captured_at = int(row.captured_at)
-        rows = await self._store.patterns(
+        rows = await self.store.patterns(
             connection.id,
             captured_at=captured_at,
             since=since,

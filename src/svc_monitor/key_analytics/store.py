@@ -26,6 +26,8 @@ from sqlalchemy import (
 )
 
 from svc_monitor.key_analytics.models import PatternStats, RankedKey, SizeBucket, Snapshot
+from svc_monitor.kit.records import from_attributes
+from svc_monitor.storage.columns import connection_id_column
 from svc_monitor.storage.database import Database
 from svc_monitor.storage.history import history_table, in_window
 from svc_monitor.storage.metadata import metadata
@@ -66,7 +68,7 @@ key_analytics_cursors = Table(
     "key_analytics_cursors",
     metadata,
     # The connection's id, or cursor_key(id, shard) for one shard of a cluster.
-    Column("connection_id", String(64), primary_key=True),
+    connection_id_column(primary_key=True),
     Column("source", String(300), nullable=False),  # a cursor is only valid on its server
     Column("cursor", String(32), nullable=False),
     Column("updated_at", BigInteger, nullable=False),
@@ -222,20 +224,9 @@ def _key_json(k: RankedKey) -> dict[str, Any]:
 
 
 def _snapshot(row: Row[Any], patterns: Sequence[Row[Any]]) -> Snapshot:
-    return Snapshot(
-        connection_id=row.connection_id,
-        captured_at=row.captured_at,
-        source=row.source,
-        on_replica=row.on_replica,
-        started_cursor=row.started_cursor,
-        next_cursor=row.next_cursor,
-        sampled_keys=row.sampled_keys,
-        keyspace_keys=row.keyspace_keys,
-        duration_ms=row.duration_ms,
-        paused_ms=row.paused_ms,
-        complete=row.complete,
-        eviction_policy=row.eviction_policy,
-        hot_keys_note=row.hot_keys_note,
+    return from_attributes(
+        Snapshot,
+        row,
         patterns=tuple(pattern_of(p) for p in patterns),
         size_buckets=tuple(
             SizeBucket(b["type"], b["bucket"], b["sampledKeys"], b["keys"])
@@ -248,18 +239,7 @@ def _snapshot(row: Row[Any], patterns: Sequence[Row[Any]]) -> Snapshot:
 
 def pattern_of(p: Row[Any]) -> PatternStats:
     """A stored pattern row as the model."""
-    return PatternStats(
-        pattern=p.pattern,
-        key_count=p.key_count,
-        sampled_key_count=p.sampled_key_count,
-        keys_with_ttl=p.keys_with_ttl,
-        total_memory_bytes=p.total_memory_bytes,
-        sampled_memory_bytes=p.sampled_memory_bytes,
-        avg_memory_bytes=p.avg_memory_bytes,
-        max_memory_bytes=p.max_memory_bytes,
-        avg_ttl_seconds=p.avg_ttl_seconds,
-        types=p.types,
-    )
+    return from_attributes(PatternStats, p)
 
 
 def _ranked_of(k: dict[str, Any]) -> RankedKey:

@@ -3,7 +3,7 @@
 from fastapi import APIRouter
 
 from svc_monitor.api.error_responses import error_responses
-from svc_monitor.api.params import From, Limit, Offset, To
+from svc_monitor.api.params import HistoryPage
 from svc_monitor.connections.dependencies import SelectedConnection
 from svc_monitor.latency_analytics.dependencies import LatencyDep
 from svc_monitor.latency_analytics.schemas import LatencyHistogramRead, LatencySnapshotRead
@@ -17,17 +17,12 @@ router = APIRouter(tags=["latency history"])
     responses=error_responses(404, 422),
 )
 async def list_latency_snapshots(
-    connection: SelectedConnection,
-    latency: LatencyDep,
-    since: From = None,
-    until: To = None,
-    limit: Limit = 100,
-    offset: Offset = 0,
+    connection: SelectedConnection, latency: LatencyDep, page: HistoryPage
 ) -> list[LatencySnapshotRead]:
     """Stored latency events of the selected connection, oldest first: one row each time
     an event's latest spike moved (needs `latency-monitor-threshold` above 0)."""
     return await latency.snapshots(
-        connection.id, since=since, until=until, limit=limit, offset=offset
+        connection.id, since=page.since, until=page.until, limit=page.limit, offset=page.offset
     )
 
 
@@ -37,14 +32,9 @@ async def list_latency_snapshots(
     responses=error_responses(404, 422),
 )
 async def list_latency_histograms(
-    connection: SelectedConnection,
-    latency: LatencyDep,
-    since: From = None,
-    until: To = None,
-    limit: Limit = 100,
-    offset: Offset = 0,
+    connection: SelectedConnection, latency: LatencyDep, page: HistoryPage
 ) -> list[LatencyHistogramRead]:
     """Stored LATENCY HISTOGRAM snapshots (one per poll, Redis 7+ and Valkey), oldest first."""
     return await latency.histograms(
-        connection.id, since=since, until=until, limit=limit, offset=offset
+        connection.id, since=page.since, until=page.until, limit=page.limit, offset=page.offset
     )

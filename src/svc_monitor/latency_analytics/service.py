@@ -7,6 +7,7 @@ whole once per poll where the engine has one (Redis 7+, Valkey).
 """
 
 from svc_monitor.engine.latency import CommandHistogram, LatencyEvent
+from svc_monitor.kit.records import from_attributes
 from svc_monitor.latency_analytics.schemas import (
     HistogramEntry,
     LatencyHistogramRead,
@@ -70,17 +71,7 @@ class LatencyService:
         rows = await self._store.range(
             latency_snapshots, connection_id, since=since, until=until, limit=limit, offset=offset
         )
-        return [
-            LatencySnapshotRead(
-                id=r.id,
-                capturedAt=r.captured_at,
-                eventName=r.event_name,
-                latestEventAt=r.latest_event_at,
-                latestMs=r.latest_ms,
-                maxMs=r.max_ms,
-            )
-            for r in rows
-        ]
+        return [from_attributes(LatencySnapshotRead, r) for r in rows]
 
     async def histograms(
         self, connection_id: str, *, since: int | None, until: int | None, limit: int, offset: int

@@ -8,6 +8,7 @@ from svc_monitor.api.error_responses import error_responses
 from svc_monitor.api.params import From, Limit, Offset, To
 from svc_monitor.connections.dependencies import SelectedConnection
 from svc_monitor.slowlog.dependencies import SlowlogDep
+from svc_monitor.slowlog.models import EntryFilter
 from svc_monitor.slowlog.schemas import (
     CommandLogEntryRead,
     LogEntryRead,
@@ -140,15 +141,8 @@ async def list_slowlog_entries(
     offset: Offset = 0,
 ) -> list[StoredLogEntry]:
     """Stored slow-log entries, newest start first; `from`/`to` bound the start time."""
-    return await slowlog.slowlog_history(
-        connection,
-        since=since,
-        until=until,
-        command=command,
-        min_duration=min_duration,
-        limit=limit,
-        offset=offset,
-    )
+    where = EntryFilter(since, until, command, min_duration)
+    return await slowlog.slowlog_history(connection, where, limit=limit, offset=offset)
 
 
 @router.get(
@@ -169,13 +163,7 @@ async def list_commandlog_entries(
 ) -> list[StoredCommandLogEntry]:
     """Stored entries of one command log, newest start first; `from`/`to` bound the start
     time (Valkey 8.1+; 501 elsewhere)."""
+    where = EntryFilter(since, until, command, min_duration)
     return await slowlog.commandlog_history(
-        connection,
-        log_type=type,
-        since=since,
-        until=until,
-        command=command,
-        min_duration=min_duration,
-        limit=limit,
-        offset=offset,
+        connection, where, log_type=type, limit=limit, offset=offset
     )

@@ -27,6 +27,7 @@ from svc_monitor.errors import NotSupported, Unavailable
 from svc_monitor.events import now_ms
 from svc_monitor.pipe.facts import PatternCount
 from svc_monitor.slowlog.command_patterns import analyze
+from svc_monitor.slowlog.models import EntryFilter
 from svc_monitor.slowlog.schemas import (
     CommandLogEntryRead,
     LogEntryRead,
@@ -238,55 +239,32 @@ class SlowlogService:
             await self.require_command_log(connection)
         else:
             await self.require_slow_log(connection)
-        rows = await self._store.entries(connection.id, log_type=log_type, limit=count)
+        rows = await self._store.entries(
+            connection.id, EntryFilter(), log_type=log_type, limit=count
+        )
         return analyze([_stored_entry(r) for r in rows], analyzed_at=now_ms())
 
     async def slowlog_history(
-        self,
-        connection: Connection,
-        *,
-        since: int | None,
-        until: int | None,
-        command: str | None,
-        min_duration: int | None,
-        limit: int,
-        offset: int,
+        self, connection: Connection, where: EntryFilter, *, limit: int, offset: int
     ) -> list[StoredLogEntry]:
         await self.require_slow_log(connection)
         rows = await self._store.entries(
-            connection.id,
-            log_type=None,
-            since=since,
-            until=until,
-            command=command,
-            min_duration=min_duration,
-            limit=limit,
-            offset=offset,
+            connection.id, where, log_type=None, limit=limit, offset=offset
         )
         return [StoredLogEntry(**_stored_fields(r)) for r in rows]
 
     async def commandlog_history(
         self,
         connection: Connection,
+        where: EntryFilter,
         *,
         log_type: LogType,
-        since: int | None,
-        until: int | None,
-        command: str | None,
-        min_duration: int | None,
         limit: int,
         offset: int,
     ) -> list[StoredCommandLogEntry]:
         await self.require_command_log(connection)
         rows = await self._store.entries(
-            connection.id,
-            log_type=log_type,
-            since=since,
-            until=until,
-            command=command,
-            min_duration=min_duration,
-            limit=limit,
-            offset=offset,
+            connection.id, where, log_type=log_type, limit=limit, offset=offset
         )
         return [StoredCommandLogEntry(**_stored_fields(r), type=log_type) for r in rows]
 

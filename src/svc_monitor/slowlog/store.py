@@ -28,6 +28,8 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql, sqlite
 
 from svc_monitor.engine.slowlog import LogEntry, LogType
+from svc_monitor.slowlog.models import EntryFilter
+from svc_monitor.storage.columns import connection_id_column
 from svc_monitor.storage.database import Database
 from svc_monitor.storage.metadata import metadata
 
@@ -38,7 +40,7 @@ def _log_table(name: str, *extra: Column[Any]) -> Table:
         name,
         metadata,
         Column("id", Integer, primary_key=True, autoincrement=True),
-        Column("connection_id", String(64), nullable=False),
+        connection_id_column(nullable=False),
         Column("captured_at", BigInteger, nullable=False),
         Column("node", String(300), nullable=False),
         *extra,
@@ -127,12 +129,9 @@ class SlowlogStore:
     async def entries(
         self,
         connection_id: str,
+        where: EntryFilter,
         *,
         log_type: LogType | None,
-        since: int | None = None,
-        until: int | None = None,
-        command: str | None = None,
-        min_duration: int | None = None,
         limit: int,
         offset: int = 0,
     ) -> Sequence[Row[Any]]:
@@ -141,14 +140,14 @@ class SlowlogStore:
         query = select(table).where(table.c.connection_id == connection_id)
         if log_type is not None:
             query = query.where(table.c.log_type == log_type)
-        if since is not None:
-            query = query.where(table.c.started_at >= since)
-        if until is not None:
-            query = query.where(table.c.started_at <= until)
-        if command is not None:
-            query = query.where(table.c.command == command.upper())
-        if min_duration is not None:
-            query = query.where(table.c.duration >= min_duration)
+        if where.since is not None:
+            query = query.where(table.c.started_at >= where.since)
+        if where.until is not None:
+            query = query.where(table.c.started_at <= where.until)
+        if where.command is not None:
+            query = query.where(table.c.command == where.command.upper())
+        if where.min_duration is not None:
+            query = query.where(table.c.duration >= where.min_duration)
         query = query.order_by(table.c.started_at.desc(), table.c.id.desc())
         return await self._db.fetch_all(query.limit(limit).offset(offset))
 

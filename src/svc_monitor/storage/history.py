@@ -15,12 +15,12 @@ from sqlalchemy import (
     Integer,
     Row,
     Select,
-    String,
     Table,
     select,
 )
 from sqlalchemy.sql.schema import SchemaItem
 
+from svc_monitor.storage.columns import connection_id_column
 from svc_monitor.storage.database import Database
 from svc_monitor.storage.metadata import metadata
 
@@ -31,7 +31,7 @@ def history_table(name: str, *items: SchemaItem) -> Table:
         name,
         metadata,
         Column("id", Integer, primary_key=True, autoincrement=True),
-        Column("connection_id", String(64), nullable=False),
+        connection_id_column(nullable=False),
         Column("captured_at", BigInteger, nullable=False),
         *items,
         Index(f"ix_{name}_connection_time", "connection_id", "captured_at"),

@@ -24,6 +24,7 @@ from typing import Any
 from svc_monitor.config import Settings
 from svc_monitor.connections.service import ConnectionService
 from svc_monitor.errors import Conflict, Forbidden, NotFound, Unprocessable
+from svc_monitor.kit.records import from_attributes
 from svc_monitor.licensing.models import WEBHOOK_EVENT_TIERS
 from svc_monitor.licensing.service import LicenseService
 from svc_monitor.webhooks import ssrf
@@ -305,38 +306,19 @@ def to_read(webhook: Webhook) -> WebhookRead:
         name: mask_value(value) if is_sensitive_header(name) else value
         for name, value in webhook.headers.items()
     }
-    return WebhookRead(
-        id=webhook.id,
-        name=webhook.name,
-        url=webhook.url,
+    return from_attributes(
+        WebhookRead,
+        webhook,
         secret=mask_value(webhook.secret) if webhook.secret is not None else None,
-        enabled=webhook.enabled,
         events=list(webhook.events),
         headers=headers,
-        retryPolicy=webhook.retry_policy,
-        deliveryConfig=webhook.delivery_config,
-        alertConfig=webhook.alert_config,
-        thresholds=webhook.thresholds,
-        connectionId=webhook.connection_id,
-        createdAt=webhook.created_at,
-        updatedAt=webhook.updated_at,
     )
 
 
 def delivery_read(d: Delivery) -> DeliveryRead:
-    return DeliveryRead(
-        id=d.id,
-        webhookId=d.webhook_id,
-        eventType=d.event_type,
+    return from_attributes(
+        DeliveryRead,
+        d,
         status=d.status.value,
-        statusCode=d.status_code,
-        responseBody=d.response_body,
-        attempts=d.attempts,
-        durationMs=d.duration_ms,
-        createdAt=d.created_at,
-        completedAt=d.completed_at,
         nextRetryAt=d.next_retry_at if d.status in QUEUED else None,
-        error=d.error,
-        connectionId=d.connection_id,
-        payload=d.payload,
     )

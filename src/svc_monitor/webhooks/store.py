@@ -38,6 +38,7 @@ from sqlalchemy import (
 
 from svc_monitor.kit.secret_box import SecretBox
 from svc_monitor.notifications.schemas import Thresholds
+from svc_monitor.storage.columns import connection_id_column
 from svc_monitor.storage.database import Database
 from svc_monitor.storage.metadata import metadata
 from svc_monitor.webhooks.models import QUEUED, Delivery, DeliveryStatus, Outcome, Webhook
@@ -57,7 +58,7 @@ webhooks = Table(
     Column("delivery_config", Text, nullable=False),
     Column("alert_config", Text, nullable=False),
     Column("thresholds", Text, nullable=False),
-    Column("connection_id", String(64), nullable=True, index=True),
+    connection_id_column(nullable=True, index=True),
     Column("created_at", BigInteger, nullable=False),
     Column("updated_at", BigInteger, nullable=False),
 )
@@ -68,7 +69,7 @@ webhook_deliveries = Table(
     Column("id", Integer, primary_key=True, autoincrement=True),
     Column("public_id", String(36), nullable=False, unique=True),
     Column("webhook_id", String(36), nullable=False),
-    Column("connection_id", String(64), nullable=True),
+    connection_id_column(nullable=True),
     Column("event_type", String(64), nullable=False),
     Column("payload", Text, nullable=False),
     Column("status", String(16), nullable=False),

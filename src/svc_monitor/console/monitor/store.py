@@ -36,15 +36,14 @@ from svc_monitor.console.monitor.models import (
     CaptureStatus,
     MonitorLine,
 )
+from svc_monitor.storage.columns import connection_id_column
 from svc_monitor.storage.database import Database
+from svc_monitor.storage.history import history_table
 from svc_monitor.storage.metadata import metadata
 
-monitor_sessions = Table(
+# captured_at: when the capture started.
+monitor_sessions = history_table(
     "monitor_sessions",
-    metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("connection_id", String(64), nullable=False),
-    Column("captured_at", BigInteger, nullable=False),  # when it started, epoch ms
     Column("ended_at", BigInteger),
     Column("status", String(16), nullable=False),
     Column("duration_ms", Integer, nullable=False),
@@ -57,7 +56,6 @@ monitor_sessions = Table(
     Column("redacted", Boolean, nullable=False),
     Column("heartbeat_at", BigInteger, nullable=False),
     Column("stop_requested_by", String(120)),
-    Index("ix_monitor_sessions_connection_time", "connection_id", "captured_at"),
 )
 
 monitor_lines = Table(
@@ -65,7 +63,7 @@ monitor_lines = Table(
     metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
     Column("session_id", Integer, nullable=False),
-    Column("connection_id", String(64), nullable=False),
+    connection_id_column(nullable=False),
     Column("captured_at", BigInteger, nullable=False),  # when the line was received
     Column("seq", Integer, nullable=False),
     Column("ts", String(32)),

@@ -26,39 +26,52 @@ class Target:
     decimal: bool = False
 
 
-_PLAIN: dict[str, tuple[str, str]] = {
-    "memory.used": ("memory", "used_memory"),
-    "memory.rss": ("memory", "used_memory_rss"),
-    "memory.peak": ("memory", "used_memory_peak"),
-    "memory.lua": ("memory", "used_memory_lua"),
-    "memory.used_memory_overhead": ("memory", "used_memory_overhead"),
-    "memory.used_memory_startup": ("memory", "used_memory_startup"),
-    "maxmemory": ("memory", "maxmemory"),
-    "commands": ("stats", "instantaneous_ops_per_sec"),
-    "commands.processed": ("stats", "total_commands_processed"),
-    "connections.received": ("stats", "total_connections_received"),
-    "connections.rejected": ("stats", "rejected_connections"),
-    "keys.evicted": ("stats", "evicted_keys"),
-    "keys.expired": ("stats", "expired_keys"),
-    "keyspace.hits": ("stats", "keyspace_hits"),
-    "keyspace.misses": ("stats", "keyspace_misses"),
-    "net.input": ("stats", "total_net_input_bytes"),
-    "net.output": ("stats", "total_net_output_bytes"),
-    "latest_fork": ("stats", "latest_fork_usec"),
-    "clients.connected": ("clients", "connected_clients"),
-    "clients.blocked": ("clients", "blocked_clients"),
-    "clients.max_input_buffer": ("clients", "client_recent_max_input_buffer"),
-    "clients.max_output_buffer": ("clients", "client_recent_max_output_buffer"),
-    "slaves.connected": ("replication", "connected_slaves"),
-    "replication.offset": ("replication", "master_repl_offset"),
-    "replication.backlog_first_byte_offset": ("replication", "repl_backlog_first_byte_offset"),
-    "uptime": ("server", "uptime_in_seconds"),
-    "rdb.changes_since_last_save": ("persistence", "rdb_changes_since_last_save"),
+# The plain metrics, by the INFO section their field is in: metric suffix -> field.
+_PLAIN: dict[str, dict[str, str]] = {
+    "memory": {
+        "memory.used": "used_memory",
+        "memory.rss": "used_memory_rss",
+        "memory.peak": "used_memory_peak",
+        "memory.lua": "used_memory_lua",
+        "memory.used_memory_overhead": "used_memory_overhead",
+        "memory.used_memory_startup": "used_memory_startup",
+        "maxmemory": "maxmemory",
+    },
+    "stats": {
+        "commands": "instantaneous_ops_per_sec",
+        "commands.processed": "total_commands_processed",
+        "connections.received": "total_connections_received",
+        "connections.rejected": "rejected_connections",
+        "keys.evicted": "evicted_keys",
+        "keys.expired": "expired_keys",
+        "keyspace.hits": "keyspace_hits",
+        "keyspace.misses": "keyspace_misses",
+        "net.input": "total_net_input_bytes",
+        "net.output": "total_net_output_bytes",
+        "latest_fork": "latest_fork_usec",
+    },
+    "clients": {
+        "clients.connected": "connected_clients",
+        "clients.blocked": "blocked_clients",
+        "clients.max_input_buffer": "client_recent_max_input_buffer",
+        "clients.max_output_buffer": "client_recent_max_output_buffer",
+    },
+    "replication": {
+        "slaves.connected": "connected_slaves",
+        "replication.offset": "master_repl_offset",
+        "replication.backlog_first_byte_offset": "repl_backlog_first_byte_offset",
+    },
+    "server": {"uptime": "uptime_in_seconds"},
+    "persistence": {"rdb.changes_since_last_save": "rdb_changes_since_last_save"},
 }
 
 
 def _table() -> dict[str, Target]:
-    table = {suffix: Target("plain", s, f) for suffix, (s, f) in _PLAIN.items()}
+    table = {
+        suffix: Target("plain", section, field)
+        for section, fields in _PLAIN.items()
+        for suffix, field in fields.items()
+    }
     table["memory.fragmentation_ratio"] = Target(
         "plain", "memory", "mem_fragmentation_ratio", decimal=True
     )

@@ -6,6 +6,7 @@ browser on (`HX-Redirect`), a refusal shows the form again with the service's me
 These pages are open (auth/roles.py); with user control off they lead to the dashboard.
 """
 
+from collections.abc import Awaitable
 from typing import Annotated, Any
 from urllib.parse import unquote
 
@@ -63,7 +64,14 @@ def _go(location: str, *, cookie_header: str | None = None) -> Response:
     return response
 
 
-def _signed_in(auth: AuthService, signed: SignedIn, location: str) -> Response:
+async def _signed_in(
+    auth: AuthService, templates: Templates, attempt: Awaitable[SignedIn], location: str
+) -> Response:
+    """A form's way in: on to `location` with the session cookie, or the form's refusal."""
+    try:
+        signed = await attempt
+    except AppError as exc:
+        return _refused(templates, exc)
     return _go(location, cookie_header=auth.cookies.set_cookie_header(signed.cookie))
 
 
@@ -93,14 +101,8 @@ async def login_page(
 @router.post("/ui/account/login", dependencies=[FromThisPage])
 async def sign_in(request: Request, auth: AuthDep, templates: TemplatesDep) -> Response:
     form = parse_form(await request.body())
-    location = safe_next(form.get("next", "/"))
-    try:
-        signed = await auth.login(
-            form.get("email", ""), form.get("password", ""), ip=source_ip_of(request)
-        )
-    except AppError as exc:
-        return _refused(templates, exc)
-    return _signed_in(auth, signed, location)
+    attempt = auth.login(form.get("email", ""), form.get("password", ""), ip=source_ip_of(request))
+    return await _signed_in(auth, templates, attempt, safe_next(form.get("next", "/")))
 
 
 @router.get("/register")
@@ -117,16 +119,13 @@ async def register_page(request: Request, auth: AuthDep, templates: TemplatesDep
 @router.post("/ui/account/register", dependencies=[FromThisPage])
 async def claim(request: Request, auth: AuthDep, templates: TemplatesDep) -> Response:
     form = parse_form(await request.body())
-    try:
-        signed = await auth.register(
-            form.get("email", ""),
-            form.get("name", ""),
-            form.get("password", ""),
-            ip=source_ip_of(request),
-        )
-    except AppError as exc:
-        return _refused(templates, exc)
-    return _signed_in(auth, signed, "/")
+    attempt = auth.register(
+        form.get("email", ""),
+        form.get("name", ""),
+        form.get("password", ""),
+        ip=source_ip_of(request),
+    )
+    return await _signed_in(auth, templates, attempt, "/")
 
 
 @router.get("/invite/{token}")
@@ -159,16 +158,13 @@ async def invitation_page(
 @router.post("/ui/account/accept", dependencies=[FromThisPage])
 async def accept(request: Request, auth: AuthDep, templates: TemplatesDep) -> Response:
     form = parse_form(await request.body())
-    try:
-        signed = await auth.accept_invitation(
-            form.get("token", ""),
-            form.get("name", ""),
-            form.get("password", ""),
-            ip=source_ip_of(request),
-        )
-    except AppError as exc:
-        return _refused(templates, exc)
-    return _signed_in(auth, signed, "/")
+    attempt = auth.accept_invitation(
+        form.get("token", ""),
+        form.get("name", ""),
+        form.get("password", ""),
+        ip=source_ip_of(request),
+    )
+    return await _signed_in(auth, templates, attempt, "/")
 
 
 @router.post("/ui/account/logout", dependencies=[FromThisPage])

@@ -14,6 +14,7 @@ from fastapi.responses import HTMLResponse
 from svc_monitor.key_analytics.models import SizeBucket, Snapshot, bucket_labels
 from svc_monitor.licensing.dependencies import FeatureLocked
 from svc_monitor.licensing.models import Feature
+from svc_monitor.web.bars import Bar
 from svc_monitor.web.dependencies import UiDep
 from svc_monitor.web.pages import Page
 
@@ -25,20 +26,12 @@ BAR_HEIGHT = 40
 
 
 @dataclass(frozen=True, slots=True)
-class Bar:
-    x: int
-    height: int
-    bucket: str
-    keys: int
-
-
-@dataclass(frozen=True, slots=True)
 class Distribution:
     """One type's keys per MEMORY USAGE bucket, drawn as SVG bars on a shared scale."""
 
     type: str
     keys: int
-    bars: list[Bar]
+    bars: list[Bar[str]]  # bound: the MEMORY USAGE bucket's label
 
 
 def distributions(buckets: tuple[SizeBucket, ...]) -> list[Distribution]:

@@ -20,6 +20,7 @@ from svc_monitor.latency_analytics.schemas import (
     LatencySnapshotRead,
 )
 from svc_monitor.live.schemas import CommandHistogramRead, ConfigParameterRead
+from svc_monitor.web.bars import Bar
 from svc_monitor.web.dependencies import Ui, UiDep
 from svc_monitor.web.live import load_live
 from svc_monitor.web.pages import RANGES, Page
@@ -47,16 +48,6 @@ _STORED_LIMIT = 2000
 
 
 @dataclass(frozen=True, slots=True)
-class Bar:
-    """One bucket of a command's latency distribution, drawn as an SVG bar."""
-
-    x: int
-    height: int
-    upper_us: int
-    calls: int
-
-
-@dataclass(frozen=True, slots=True)
 class CommandLatency:
     """One command's histogram read as percentiles (µs), since start and over the last hour."""
 
@@ -65,7 +56,7 @@ class CommandLatency:
     p50: int | None
     p99: int | None
     p999: int | None
-    bars: list[Bar]
+    bars: list[Bar[int]]  # bound: the bucket's upper bound in µs
     recent_calls: int | None
     recent_p99: int | None
 
@@ -93,7 +84,7 @@ def _at(points: list[tuple[int, int]], bound: int) -> int:
     return points[index - 1][1] if index else 0
 
 
-def _bars(points: list[tuple[int, int]], total: int) -> list[Bar]:
+def _bars(points: list[tuple[int, int]], total: int) -> list[Bar[int]]:
     bars, before = [], 0
     for index, (bound, calls) in enumerate(points):
         count = calls - before

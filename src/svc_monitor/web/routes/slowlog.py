@@ -29,6 +29,7 @@ from svc_monitor.engine.capabilities import EngineIdentity, unavailable_reason
 from svc_monitor.engine.info import parse_version
 from svc_monitor.engine.slowlog import LogType
 from svc_monitor.events import now_ms
+from svc_monitor.slowlog.models import EntryFilter
 from svc_monitor.slowlog.schemas import PatternAnalysis, StoredLogEntry
 from svc_monitor.slowlog.service import SlowlogService
 from svc_monitor.web.dependencies import Ui, UiDep
@@ -179,30 +180,15 @@ async def _history(
 ) -> list[StoredLogEntry]:
     window = WINDOWS.get(filters.window)
     since = now_ms() - window[1] if window else None
-    command = filters.command or None
+    where = EntryFilter(since, None, filters.command or None, filters.min)
     # One row past the page says whether an older page exists.
     limit, offset = PAGE_SIZE + 1, filters.page * PAGE_SIZE
     log_type = filters.tab.log_type
     if log_type is None:
-        return await service.slowlog_history(
-            connection,
-            since=since,
-            until=None,
-            command=command,
-            min_duration=filters.min,
-            limit=limit,
-            offset=offset,
-        )
+        return await service.slowlog_history(connection, where, limit=limit, offset=offset)
     return list(
         await service.commandlog_history(
-            connection,
-            log_type=log_type,
-            since=since,
-            until=None,
-            command=command,
-            min_duration=filters.min,
-            limit=limit,
-            offset=offset,
+            connection, where, log_type=log_type, limit=limit, offset=offset
         )
     )
 
