@@ -4,7 +4,7 @@ and configuration changes (detectors/config_watch.py)."""
 from dataclasses import dataclass
 from typing import Any
 
-from svc_monitor.event_types.base import Data, EventType, clip
+from svc_monitor.event_types.base import Data, EventType, clip, event_type
 from svc_monitor.events import InstanceEvent
 
 
@@ -40,7 +40,21 @@ class ConfigChanged(InstanceEvent):
     modified_by: str
 
 
+def _denied(reason: str, denied: str) -> AclDenied:
+    return AclDenied(
+        connection_id="c1",
+        reason=reason,
+        username="app",
+        client_info="addr=10.0.0.7:53112",
+        context="toplevel",
+        object=denied,
+        count=3,
+        timestamp_s=1_700_000_000,
+    )
+
+
 def _client_blocked(e: AclDenied) -> Data | None:
+    """a new ACL LOG entry (or a higher count on one) with reason `auth`"""
     if e.reason != "auth":
         return None
     user, client = clip(e.username), clip(e.client_info)
@@ -54,7 +68,18 @@ def _client_blocked(e: AclDenied) -> Data | None:
     }
 
 
+CLIENT_BLOCKED = event_type(
+    _client_blocked,
+    name="client.blocked",
+    order=50,
+    tier="community",
+    example=_denied("auth", "AUTH"),
+)
+
+
 def _acl_violation(e: AclDenied) -> Data | None:
+    """a new ACL LOG entry (or a higher count on one) with reason `command`, `key` or `channel`: the
+    denial"""
     if e.reason == "auth":
         return None
     user, denied = clip(e.username), clip(e.object)
@@ -69,7 +94,17 @@ def _acl_violation(e: AclDenied) -> Data | None:
     }
 
 
+ACL_VIOLATION = event_type(
+    _acl_violation,
+    name="acl.violation",
+    order=200,
+    tier="enterprise",
+    example=_denied("command", "flushall"),
+)
+
+
 def _audit_violation(e: AclDenied) -> Data | None:
+    """the same ACL LOG entries as `acl.violation`: the audit-trail record with its count"""
     if e.reason == "auth":
         return None
     user, client, denied = clip(e.username), clip(e.client_info), clip(e.object)
@@ -85,7 +120,17 @@ def _audit_violation(e: AclDenied) -> Data | None:
     }
 
 
+AUDIT_POLICY_VIOLATION = event_type(
+    _audit_violation,
+    name="audit.policy.violation",
+    order=190,
+    tier="enterprise",
+    example=_denied("key", "secret:1"),
+)
+
+
 def _acl_modified(e: AclModified) -> Data:
+    """`ACL LIST` changed: `user_added`, `user_removed`, `permissions_changed`"""
     user = clip(e.affected_user)
     change = e.change_type.replace("_", " ")
     return {
@@ -97,7 +142,21 @@ def _acl_modified(e: AclModified) -> Data:
     }
 
 
+ACL_MODIFIED = event_type(
+    _acl_modified,
+    name="acl.modified",
+    order=210,
+    tier="enterprise",
+    severity="info",  # a change made on purpose
+    example=AclModified(
+        connection_id="c1", change_type="user_added", affected_user="app", modified_by="unknown"
+    ),
+)
+
+
 def _config_changed(e: ConfigChanged) -> Data:
+    """a CONFIG SET seen in commandstats, one event
+    per changed parameter from a `CONFIG GET *` diff"""
     key = clip(e.key)
     return {
         "configKey": key,
@@ -109,71 +168,12 @@ def _config_changed(e: ConfigChanged) -> Data:
     }
 
 
-def _denied(reason: str, denied: str) -> AclDenied:
-    return AclDenied(
-        connection_id="c1",
-        reason=reason,
-        username="app",
-        client_info="addr=10.0.0.7:53112",
-        context="toplevel",
-        object=denied,
-        count=3,
-        timestamp_s=1_700_000_000,
-    )
-
-
-CLIENT_BLOCKED = EventType(
-    name="client.blocked",
-    order=50,
-    source=AclDenied,
-    build=_client_blocked,
-    tier="community",
-    severity="warn",
-    summary="a new ACL LOG entry (or a higher count on one) with reason `auth`",
-    example=_denied("auth", "AUTH"),
-)
-ACL_VIOLATION = EventType(
-    name="acl.violation",
-    order=200,
-    source=AclDenied,
-    build=_acl_violation,
-    tier="enterprise",
-    severity="warn",
-    summary="a new ACL LOG entry (or a higher count on one) with reason `command`, `key` or "
-    "`channel`: the denial",
-    example=_denied("command", "flushall"),
-)
-AUDIT_POLICY_VIOLATION = EventType(
-    name="audit.policy.violation",
-    order=190,
-    source=AclDenied,
-    build=_audit_violation,
-    tier="enterprise",
-    severity="warn",
-    summary="the same ACL LOG entries as `acl.violation`: the audit-trail record with its count",
-    example=_denied("key", "secret:1"),
-)
-ACL_MODIFIED = EventType(
-    name="acl.modified",
-    order=210,
-    source=AclModified,
-    build=_acl_modified,
-    tier="enterprise",
-    severity="info",  # a change made on purpose
-    summary="`ACL LIST` changed: `user_added`, `user_removed`, `permissions_changed`",
-    example=AclModified(
-        connection_id="c1", change_type="user_added", affected_user="app", modified_by="unknown"
-    ),
-)
-CONFIG_CHANGED = EventType(
+CONFIG_CHANGED = event_type(
+    _config_changed,
     name="config.changed",
     order=220,
-    source=ConfigChanged,
-    build=_config_changed,
     tier="enterprise",
     severity="info",  # a change made on purpose
-    summary="a CONFIG SET seen in commandstats, one event per changed parameter from a "
-    "`CONFIG GET *` diff",
     example=ConfigChanged(
         connection_id="c1",
         key="maxmemory",
@@ -182,6 +182,7 @@ CONFIG_CHANGED = EventType(
         modified_by="default@10.0.0.7:53112",
     ),
 )
+
 
 # In the order one bus event's notifications come out (table.candidates): a denial's
 # acl.violation before its audit.policy.violation.

@@ -1,8 +1,11 @@
 """The record that declares one webhook event type, and the notifications it builds.
 
-An event type (`instance.down`, `memory.critical` ...) is declared once, as an
-`EventType` in the area module beside the bus event it comes from (instance.py,
-readings.py, cluster.py, access.py, detection.py); table.py gathers them. Everything
+An event type (`instance.down`, `memory.critical` ...) is declared once, in the area
+module beside the bus event it comes from (instance.py, readings.py, cluster.py,
+access.py, detection.py), right under its payload builder: `event_type(builder, ...)`.
+The builder's docstring is the type's documentation (its first paragraph says when the
+type fires, a second one, where the spec leaves the payload open, describes it), and
+the example bus event names the class it is built from. table.py gathers them. Everything
 else that names event types reads that table: the licence gates (licensing/models.py),
 the OTLP log severity (otlp/export/event_records.py), the webhook form, OpenAPI's
 description of the webhooks tag with its table of every type (docs.py).
@@ -23,6 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Generic, Literal, TypeVar
+
+from pydantic.alias_generators import to_camel
 
 from svc_monitor.events import InstanceEvent
 
@@ -113,6 +118,75 @@ class EventType(Generic[E]):
     def plain_summary(self) -> str:
         """The summary without Markdown, for a tooltip."""
         return self.summary.replace("`", "")
+
+
+def event_type(
+    build: Callable[[E], Data | Measurement | None],
+    *,
+    name: str,
+    order: int,
+    tier: TierName,
+    example: E,
+    severity: SeverityName = "warn",
+    threshold: str | None = None,
+) -> EventType[E]:
+    """The EventType whose payload `build` builds: its summary and payload note come from
+    the builder's docstring, its source from the example's class."""
+    summary, payload = _documented(build)
+    return EventType(
+        name=name,
+        order=order,
+        source=type(example),
+        build=build,
+        tier=tier,
+        severity=severity,
+        summary=summary,
+        threshold=threshold,
+        payload=payload,
+        example=example,
+    )
+
+
+def _documented(build: Callable[..., object]) -> tuple[str, str | None]:
+    """(first paragraph, second paragraph or None) of a builder's docstring, each on one
+    line."""
+    paragraphs: list[str] = []
+    current: list[str] = []
+    for line in [*(build.__doc__ or "").splitlines(), ""]:
+        if line.strip():
+            current.append(line.strip())
+        elif current:
+            paragraphs.append(" ".join(current))
+            current = []
+    if not paragraphs:
+        raise TypeError(f"{build.__name__} needs a docstring: when its event type fires")
+    return paragraphs[0], paragraphs[1] if len(paragraphs) > 1 else None
+
+
+def fields_of(event: InstanceEvent, *names: str, **more: Any) -> Data:
+    """A payload of the event's fields under their camelCase names (in the order given),
+    then `more` as given: the payload's keys keep that order in the JSON body."""
+    return {**{to_camel(name): getattr(event, name) for name in names}, **more}
+
+
+def share_of_limit(
+    metric: str, used: tuple[str, int], limit: tuple[str, int], message: Callable[[float], str]
+) -> Measurement:
+    """A threshold payload for a value that is a percentage of a limit (memory against
+    maxmemory, clients against maxclients): `used` and `limit` are (payload key, value)."""
+    pct = percent(used[1], limit[1])
+
+    def data(threshold: float) -> Data:
+        return {
+            "metric": metric,
+            "value": pct,
+            "threshold": threshold,
+            limit[0]: limit[1],
+            used[0]: used[1],
+            "message": message(threshold),
+        }
+
+    return Measurement(pct, data)
 
 
 def iso(ms: int) -> str:

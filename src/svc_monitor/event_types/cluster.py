@@ -4,7 +4,7 @@ and cluster.bus.corruption (detectors/cluster_bus.py)."""
 from dataclasses import dataclass
 from typing import Any
 
-from svc_monitor.event_types.base import Data, EventType
+from svc_monitor.event_types.base import Data, EventType, event_type
 from svc_monitor.events import InstanceEvent
 
 
@@ -32,6 +32,7 @@ class ClusterBusCorruption(InstanceEvent):
 
 
 def _failover(e: ClusterStateChanged) -> Data:
+    """`cluster_state` or `cluster_slots_fail` changed since the last `CLUSTER INFO`"""
     return {
         "clusterState": e.state,
         "previousState": e.previous_state,
@@ -46,7 +47,30 @@ def _failover(e: ClusterStateChanged) -> Data:
     }
 
 
+CLUSTER_FAILOVER = event_type(
+    _failover,
+    name="cluster.failover",
+    order=80,
+    tier="pro",
+    example=ClusterStateChanged(
+        connection_id="c1",
+        state="fail",
+        previous_state="ok",
+        slots_assigned=16384,
+        slots_failed=5461,
+        previous_slots_failed=0,
+        known_nodes=3,
+    ),
+)
+
+
 def _bus_corruption(e: ClusterBusCorruption) -> Data:
+    """a corruption counter of `CLUSTER INFO` grew since the last read
+
+    Named by us; fires when a CLUSTER INFO counter whose name mentions crc, checksum, corrupt or
+    invalid grows between two reads: `{corruptMessages, increases, totals, clusterState, knownNodes,
+    message, timestamp}` (`increases` and `totals` map counter names to counts). Stock Valkey and
+    Redis report no such counter."""
     corrupt = sum(e.increases.values())
     counters = ", ".join(f"{name} +{n}" for name, n in sorted(e.increases.items()))
     return {
@@ -61,39 +85,13 @@ def _bus_corruption(e: ClusterBusCorruption) -> Data:
     }
 
 
-CLUSTER_FAILOVER = EventType(
-    name="cluster.failover",
-    order=80,
-    source=ClusterStateChanged,
-    build=_failover,
-    tier="pro",
-    # WARN, or INFO when it announces a recovery (otlp/export/event_records.py)
-    severity="warn",
-    summary="`cluster_state` or `cluster_slots_fail` changed since the last `CLUSTER INFO`",
-    example=ClusterStateChanged(
-        connection_id="c1",
-        state="fail",
-        previous_state="ok",
-        slots_assigned=16384,
-        slots_failed=5461,
-        previous_slots_failed=0,
-        known_nodes=3,
-    ),
-)
 # Named by us (the spec leaves it open), in the style of the others: lowercase words
 # joined by dots, no underscores (audit.policy.violation), under cluster.*.
-CLUSTER_BUS_CORRUPTION = EventType(
+CLUSTER_BUS_CORRUPTION = event_type(
+    _bus_corruption,
     name="cluster.bus.corruption",
     order=90,
-    source=ClusterBusCorruption,
-    build=_bus_corruption,
     tier="pro",
-    severity="warn",
-    summary="a corruption counter of `CLUSTER INFO` grew since the last read",
-    payload="Named by us; fires when a CLUSTER INFO counter whose name mentions crc, "
-    "checksum, corrupt or invalid grows between two reads: `{corruptMessages, increases, "
-    "totals, clusterState, knownNodes, message, timestamp}` (`increases` and `totals` map "
-    "counter names to counts). Stock Valkey and Redis report no such counter.",
     example=ClusterBusCorruption(
         connection_id="c1",
         increases={"cluster_stats_messages_crc_mismatch": 3},
@@ -102,6 +100,7 @@ CLUSTER_BUS_CORRUPTION = EventType(
         known_nodes=3,
     ),
 )
+
 
 # In the order one bus event's notifications come out (table.candidates).
 EVENT_TYPES: tuple[EventType[Any], ...] = (CLUSTER_FAILOVER, CLUSTER_BUS_CORRUPTION)

@@ -8,7 +8,7 @@ these fires each time its bus event is published.
 from dataclasses import dataclass
 from typing import Any
 
-from svc_monitor.event_types.base import Data, EventType, clip, number
+from svc_monitor.event_types.base import Data, EventType, clip, event_type, fields_of, number
 from svc_monitor.events import InstanceEvent
 
 
@@ -92,6 +92,8 @@ class CveDetected(InstanceEvent):
 
 
 def _anomaly(e: AnomalyDetected) -> Data:
+    """a correlated group of anomalies on one connection, one per group; the payload adds `pattern`
+    and `relatedMetrics`"""
     data = {
         "anomalyId": e.anomaly_id,
         "metricType": e.metric_type,
@@ -111,7 +113,35 @@ def _anomaly(e: AnomalyDetected) -> Data:
     return data
 
 
+ANOMALY_DETECTED = event_type(
+    _anomaly,
+    name="anomaly.detected",
+    order=100,
+    tier="pro",
+    example=AnomalyDetected(
+        connection_id="c1",
+        anomaly_id="a1",
+        metric_type="memory_used",
+        anomaly_type="spike",
+        severity="warning",
+        value=900.0,
+        baseline=500.0,
+        std_dev=50.0,
+        z_score=8.0,
+        threshold=3.0,
+        message="memory_used spiked",
+        pattern="memory_pressure",
+        related_metrics=("memory_used", "evicted_keys"),
+    ),
+)
+
+
 def _failover_started(e: FailoverStarted) -> Data:
+    """anomaly detection saw a primary become a replica (`role:master` -> `role:slave`), once per
+    change
+
+    Fires when anomaly detection sees a primary become a replica: `{previousRole, newRole,
+    message, timestamp}` (roles `primary` / `replica`)."""
     return {
         "previousRole": e.previous_role,
         "newRole": e.new_role,
@@ -120,7 +150,25 @@ def _failover_started(e: FailoverStarted) -> Data:
     }
 
 
+# Anomaly detection's rule detectors (anomaly/rules.py): a role change, and a primary
+# restarted empty or a replica wiped. A primary stepping down, and lost data, are errors;
+# a promotion is the failover's end.
+FAILOVER_STARTED = event_type(
+    _failover_started,
+    name="failover.started",
+    order=140,
+    tier="pro",
+    severity="error",
+    example=FailoverStarted(connection_id="c1", previous_role="primary", new_role="replica"),
+)
+
+
 def _failover_completed(e: FailoverCompleted) -> Data:
+    """anomaly detection saw a replica become a primary (promoted, e.g. `REPLICAOF NO ONE`), once
+    per change
+
+    Fires when anomaly detection sees a replica become a primary: the same payload as
+    `failover.started`."""
     return {
         "previousRole": e.previous_role,
         "newRole": e.new_role,
@@ -129,42 +177,101 @@ def _failover_completed(e: FailoverCompleted) -> Data:
     }
 
 
+FAILOVER_COMPLETED = event_type(
+    _failover_completed,
+    name="failover.completed",
+    order=150,
+    tier="pro",
+    example=FailoverCompleted(connection_id="c1", previous_role="replica", new_role="primary"),
+)
+
+
 def _data_loss(e: DataLossDetected) -> Data:
+    """anomaly detection's data-loss rules: a primary restarted empty, or a replica wiped by a full
+    sync
+
+    Fires when a primary restarted empty (`kind` `primary_restarted_empty`) or a replica's keys
+    were wiped by a full sync from a new replication history (`replica_wiped`): `{kind,
+    previousKeys, currentKeys, previousReplid, newReplid, connectedSlaves, role, message,
+    timestamp}`."""
     what = (
         "primary restarted empty"
         if e.kind == "primary_restarted_empty"
         else "replica wiped by a full sync from a new primary"
     )
-    return {
-        "kind": e.kind,
-        "previousKeys": e.previous_keys,
-        "currentKeys": e.current_keys,
-        "previousReplid": e.previous_replid,
-        "newReplid": e.new_replid,
-        "connectedSlaves": e.connected_slaves,
-        "role": e.role,
-        "message": f"Data loss: {what} ({e.previous_keys} keys -> {e.current_keys})",
-        "timestamp": e.at_ms,
-    }
+    return fields_of(
+        e,
+        *("kind", "previous_keys", "current_keys", "previous_replid", "new_replid"),
+        *("connected_slaves", "role"),
+        message=f"Data loss: {what} ({e.previous_keys} keys -> {e.current_keys})",
+        timestamp=e.at_ms,
+    )
+
+
+DATA_LOSS_DETECTED = event_type(
+    _data_loss,
+    name="data.loss.detected",
+    order=160,
+    tier="pro",
+    severity="error",
+    example=DataLossDetected(
+        connection_id="c1",
+        kind="primary_restarted_empty",
+        previous_keys=120_000,
+        current_keys=0,
+        previous_replid="8c1e0f",
+        new_replid="a4d2b9",
+        connected_slaves=0,
+        role="primary",
+    ),
+)
 
 
 def _forecast_limit(e: MetricForecastLimit) -> Data:
+    """a metric's projected time to its ceiling fell to its `alertThresholdMs` (default 2 h) or
+    under; checked every 60 s
+
+    Fires once when a metric's projected time to its ceiling (forecast/) falls to its
+    `alertThresholdMs` or under, and again only after it has been above `alertThresholdMs x 1.1`:
+    `{metricKind, currentValue, ceiling, timeToLimitMs, growthRate, alertThresholdMs, message,
+    timestamp}` (`growthRate` in the metric's units per hour)."""
     hours = e.time_to_limit_ms / 3_600_000
     when = "" if e.time_to_limit_ms == 0 else f" in {hours:.1f} h"
     reach = "has reached" if e.time_to_limit_ms == 0 else "is projected to reach"
-    return {
-        "metricKind": e.metric_kind,
-        "currentValue": e.current_value,
-        "ceiling": e.ceiling,
-        "timeToLimitMs": e.time_to_limit_ms,
-        "growthRate": e.growth_rate,
-        "alertThresholdMs": e.alert_threshold_ms,
-        "message": f"{e.metric_kind} {reach} its ceiling {number(e.ceiling)}{when}",
-        "timestamp": e.at_ms,
-    }
+    return fields_of(
+        e,
+        *("metric_kind", "current_value", "ceiling", "time_to_limit_ms", "growth_rate"),
+        "alert_threshold_ms",
+        message=f"{e.metric_kind} {reach} its ceiling {number(e.ceiling)}{when}",
+        timestamp=e.at_ms,
+    )
+
+
+# Capacity forecasting (forecast/): a metric's projected time to its ceiling fell under
+# its alert threshold.
+METRIC_FORECAST_LIMIT = event_type(
+    _forecast_limit,
+    name="metric_forecast.limit",
+    order=130,
+    tier="pro",
+    example=MetricForecastLimit(
+        connection_id="c1",
+        metric_kind="usedMemory",
+        current_value=400_000_000.0,
+        ceiling=536_870_912.0,
+        time_to_limit_ms=5_400_000,
+        growth_rate=90_000_000.0,
+        alert_threshold_ms=7_200_000,
+    ),
+)
 
 
 def _cve(e: CveDetected) -> Data:
+    """a CVE or advisory newly found for a connection's version, once per advisory and connection
+
+    Named by us; fires once per CVE or advisory newly found for a connection's engine version
+    (cve/), never again on rescans: `{cveId, ghsa, severity, cvss, kev, engine, version, fixedIn,
+    summary, message, timestamp}`."""
     name = "Valkey" if e.engine == "valkey" else "Redis"
     fix = f"fixed in {e.fixed_in}" if e.fixed_in else "no fixed release yet"
     kev = ", known exploited (CISA KEV)" if e.kev else ""
@@ -183,125 +290,14 @@ def _cve(e: CveDetected) -> Data:
     }
 
 
-ANOMALY_DETECTED = EventType(
-    name="anomaly.detected",
-    order=100,
-    source=AnomalyDetected,
-    build=_anomaly,
-    tier="pro",
-    severity="warn",  # the payload's own severity wins (otlp/export/event_records.py)
-    summary="a correlated group of anomalies on one connection, one per group; the payload "
-    "adds `pattern` and `relatedMetrics`",
-    example=AnomalyDetected(
-        connection_id="c1",
-        anomaly_id="a1",
-        metric_type="memory_used",
-        anomaly_type="spike",
-        severity="warning",
-        value=900.0,
-        baseline=500.0,
-        std_dev=50.0,
-        z_score=8.0,
-        threshold=3.0,
-        message="memory_used spiked",
-        pattern="memory_pressure",
-        related_metrics=("memory_used", "evicted_keys"),
-    ),
-)
-# Capacity forecasting (forecast/): a metric's projected time to its ceiling fell under
-# its alert threshold.
-METRIC_FORECAST_LIMIT = EventType(
-    name="metric_forecast.limit",
-    order=130,
-    source=MetricForecastLimit,
-    build=_forecast_limit,
-    tier="pro",
-    severity="warn",
-    summary="a metric's projected time to its ceiling fell to its `alertThresholdMs` "
-    "(default 2 h) or under; checked every 60 s",
-    payload="Fires once when a metric's projected time to its ceiling (forecast/) falls to "
-    "its `alertThresholdMs` or under, and again only after it has been above "
-    "`alertThresholdMs x 1.1`: `{metricKind, currentValue, ceiling, timeToLimitMs, "
-    "growthRate, alertThresholdMs, message, timestamp}` (`growthRate` in the metric's "
-    "units per hour).",
-    example=MetricForecastLimit(
-        connection_id="c1",
-        metric_kind="usedMemory",
-        current_value=400_000_000.0,
-        ceiling=536_870_912.0,
-        time_to_limit_ms=5_400_000,
-        growth_rate=90_000_000.0,
-        alert_threshold_ms=7_200_000,
-    ),
-)
-# Anomaly detection's rule detectors (anomaly/rules.py): a role change, and a primary
-# restarted empty or a replica wiped. A primary stepping down, and lost data, are errors;
-# a promotion is the failover's end.
-FAILOVER_STARTED = EventType(
-    name="failover.started",
-    order=140,
-    source=FailoverStarted,
-    build=_failover_started,
-    tier="pro",
-    severity="error",
-    summary="anomaly detection saw a primary become a replica (`role:master` -> "
-    "`role:slave`), once per change",
-    payload="Fires when anomaly detection sees a primary become a replica: `{previousRole, "
-    "newRole, message, timestamp}` (roles `primary` / `replica`).",
-    example=FailoverStarted(connection_id="c1", previous_role="primary", new_role="replica"),
-)
-FAILOVER_COMPLETED = EventType(
-    name="failover.completed",
-    order=150,
-    source=FailoverCompleted,
-    build=_failover_completed,
-    tier="pro",
-    severity="warn",
-    summary="anomaly detection saw a replica become a primary (promoted, e.g. "
-    "`REPLICAOF NO ONE`), once per change",
-    payload="Fires when anomaly detection sees a replica become a primary: the same "
-    "payload as `failover.started`.",
-    example=FailoverCompleted(connection_id="c1", previous_role="replica", new_role="primary"),
-)
-DATA_LOSS_DETECTED = EventType(
-    name="data.loss.detected",
-    order=160,
-    source=DataLossDetected,
-    build=_data_loss,
-    tier="pro",
-    severity="error",
-    summary="anomaly detection's data-loss rules: a primary restarted empty, or a replica "
-    "wiped by a full sync",
-    payload="Fires when a primary restarted empty (`kind` `primary_restarted_empty`) or a "
-    "replica's keys were wiped by a full sync from a new replication history "
-    "(`replica_wiped`): `{kind, previousKeys, currentKeys, previousReplid, newReplid, "
-    "connectedSlaves, role, message, timestamp}`.",
-    example=DataLossDetected(
-        connection_id="c1",
-        kind="primary_restarted_empty",
-        previous_keys=120_000,
-        current_keys=0,
-        previous_replid="8c1e0f",
-        new_replid="a4d2b9",
-        connected_slaves=0,
-        role="primary",
-    ),
-)
 # Named by us, like cluster.bus.corruption (anomaly.detected's shape). Community: CVE
 # scanning is free on every tier, and being told a server is exploitable must not be a
 # paid extra. WARN, or ERROR for a critical CVE (the payload's severity).
-CVE_DETECTED = EventType(
+CVE_DETECTED = event_type(
+    _cve,
     name="cve.detected",
     order=170,
-    source=CveDetected,
-    build=_cve,
     tier="community",
-    severity="warn",
-    summary="a CVE or advisory newly found for a connection's version, once per advisory "
-    "and connection",
-    payload="Named by us; fires once per CVE or advisory newly found for a connection's "
-    "engine version (cve/), never again on rescans: `{cveId, ghsa, severity, cvss, kev, "
-    "engine, version, fixedIn, summary, message, timestamp}`.",
     example=CveDetected(
         connection_id="c1",
         advisory_id="CVE-2025-49844",
@@ -314,6 +310,7 @@ CVE_DETECTED = EventType(
         summary="A Lua script may lead to remote code execution.",
     ),
 )
+
 
 # In the order one bus event's notifications come out (table.candidates).
 EVENT_TYPES: tuple[EventType[Any], ...] = (

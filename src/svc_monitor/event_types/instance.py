@@ -4,7 +4,7 @@ the bus events, once per transition)."""
 from dataclasses import dataclass
 from typing import Any
 
-from svc_monitor.event_types.base import Data, EventType, clip, iso
+from svc_monitor.event_types.base import Data, EventType, clip, event_type, iso
 from svc_monitor.events import InstanceEvent
 
 
@@ -24,10 +24,22 @@ class InstanceUp(InstanceEvent):
 
 
 def _down(e: InstanceDown) -> Data:
+    """the INFO poll failing (once per transition)"""
     return {"message": clip(e.message), "reason": e.reason, "detectedAt": iso(e.at_ms)}
 
 
+INSTANCE_DOWN = event_type(
+    _down,
+    name="instance.down",
+    order=10,
+    tier="community",
+    severity="error",
+    example=InstanceDown(connection_id="c1", reason="timeout", message="Timed out after 5 s"),
+)
+
+
 def _up(e: InstanceUp) -> Data | None:
+    """the INFO poll answering again (once per transition; not at the first contact)"""
     if e.down_since_ms is None:
         return None  # first contact after start: nothing recovered, nothing to announce
     seconds = max(0, (e.at_ms - e.down_since_ms) // 1000)
@@ -39,26 +51,15 @@ def _up(e: InstanceUp) -> Data | None:
     }
 
 
-INSTANCE_DOWN = EventType(
-    name="instance.down",
-    order=10,
-    source=InstanceDown,
-    build=_down,
-    tier="community",
-    severity="error",
-    summary="the INFO poll failing (once per transition)",
-    example=InstanceDown(connection_id="c1", reason="timeout", message="Timed out after 5 s"),
-)
-INSTANCE_UP = EventType(
+INSTANCE_UP = event_type(
+    _up,
     name="instance.up",
     order=20,
-    source=InstanceUp,
-    build=_up,
     tier="community",
     severity="info",
-    summary="the INFO poll answering again (once per transition; not at the first contact)",
     example=InstanceUp(connection_id="c1", at_ms=60_000, down_since_ms=30_000),
 )
+
 
 # In the order one bus event's notifications come out (table.candidates).
 EVENT_TYPES: tuple[EventType[Any], ...] = (INSTANCE_DOWN, INSTANCE_UP)

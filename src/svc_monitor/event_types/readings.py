@@ -10,7 +10,14 @@ see the same reading and decide for themselves.
 from dataclasses import dataclass
 from typing import Any
 
-from svc_monitor.event_types.base import Data, EventType, Measurement, percent
+from svc_monitor.event_types.base import (
+    Data,
+    EventType,
+    Measurement,
+    event_type,
+    percent,
+    share_of_limit,
+)
 from svc_monitor.events import InstanceEvent
 
 
@@ -61,26 +68,41 @@ class LatencyReading(InstanceEvent):
     spike_level_ms: float | None = None
 
 
+# The readings the table's tests build each type from.
+_FULL = MemoryReading(
+    connection_id="c1", used_memory=980, maxmemory=1000, maxmemory_policy="noeviction"
+)
+_CLIENTS = ClientsReading(
+    connection_id="c1", connected_clients=95, maxclients=100, baseline=20.0, spike_level=40.0
+)
+
+
 def _memory_critical(e: MemoryReading) -> Measurement | None:
+    """`used_memory / maxmemory` above `memoryCriticalPercent` (never when maxmemory is 0)"""
     if e.maxmemory <= 0:
         return None  # no limit: a percentage of nothing means nothing
-    used, limit = e.used_memory, e.maxmemory
-    pct = percent(used, limit)
+    pct = percent(e.used_memory, e.maxmemory)
+    return share_of_limit(
+        "memory_used_percent",
+        ("usedMemory", e.used_memory),
+        ("maxmemory", e.maxmemory),
+        lambda threshold: f"Memory usage {pct}% of maxmemory is above {threshold:g}%",
+    )
 
-    def data(threshold: float) -> Data:
-        return {
-            "metric": "memory_used_percent",
-            "value": pct,
-            "threshold": threshold,
-            "maxmemory": limit,
-            "usedMemory": used,
-            "message": f"Memory usage {pct}% of maxmemory is above {threshold:g}%",
-        }
 
-    return Measurement(pct, data)
+MEMORY_CRITICAL = event_type(
+    _memory_critical,
+    name="memory.critical",
+    order=30,
+    tier="community",
+    threshold="memoryCriticalPercent",
+    example=_FULL,
+)
 
 
 def _compliance(e: MemoryReading) -> Measurement | None:
+    """`used_memory / maxmemory` above
+    `complianceMemoryPercent` with `maxmemory-policy noeviction`"""
     policy = e.maxmemory_policy
     if e.maxmemory <= 0 or policy != "noeviction":
         return None
@@ -103,26 +125,47 @@ def _compliance(e: MemoryReading) -> Measurement | None:
     return Measurement(pct, data)
 
 
+# The spec's compliance alert: a full instance that cannot evict refuses writes.
+COMPLIANCE_ALERT = event_type(
+    _compliance,
+    name="compliance.alert",
+    order=180,
+    tier="enterprise",
+    threshold="complianceMemoryPercent",
+    example=_FULL,
+)
+
+
 def _connection_critical(e: ClientsReading) -> Measurement | None:
+    """`connected_clients / maxclients` above `connectionCriticalPercent`"""
     connected, limit = e.connected_clients, e.maxclients
     if not limit:
         return None
     pct = percent(connected, limit)
+    return share_of_limit(
+        "connected_clients_percent",
+        ("connectedClients", connected),
+        ("maxClients", limit),
+        lambda threshold: f"{connected} clients are {pct}% of maxclients, above {threshold:g}%",
+    )
 
-    def data(threshold: float) -> Data:
-        return {
-            "metric": "connected_clients_percent",
-            "value": pct,
-            "threshold": threshold,
-            "maxClients": limit,
-            "connectedClients": connected,
-            "message": f"{connected} clients are {pct}% of maxclients, above {threshold:g}%",
-        }
 
-    return Measurement(pct, data)
+CONNECTION_CRITICAL = event_type(
+    _connection_critical,
+    name="connection.critical",
+    order=40,
+    tier="community",
+    threshold="connectionCriticalPercent",
+    example=_CLIENTS,
+)
 
 
 def _connection_spike(e: ClientsReading) -> Measurement:
+    """`connected_clients` above `connectionSpikeCount`, or above the automatic baseline when it is
+    0
+
+    `{connectedClients, threshold, baseline, detection, message, timestamp}` (`detection` as for
+    `latency.spike`)."""
     connected, automatic = e.connected_clients, e.spike_level
 
     def data(threshold: float) -> Data:
@@ -138,7 +181,19 @@ def _connection_spike(e: ClientsReading) -> Measurement:
     return Measurement(connected, data, automatic)
 
 
+CONNECTION_SPIKE = event_type(
+    _connection_spike,
+    name="connection.spike",
+    order=120,
+    tier="pro",
+    threshold="connectionSpikeCount",
+    example=_CLIENTS,
+)
+
+
 def _replication_lag(e: ReplicationReading) -> Measurement:
+    """replica lag above `replicationLagSeconds`"""
+
     def data(threshold: float) -> Data:
         return {
             "lagSeconds": e.lag_seconds,
@@ -151,7 +206,19 @@ def _replication_lag(e: ReplicationReading) -> Measurement:
     return Measurement(e.lag_seconds, data)
 
 
+REPLICATION_LAG = event_type(
+    _replication_lag,
+    name="replication.lag",
+    order=70,
+    tier="pro",
+    threshold="replicationLagSeconds",
+    example=ReplicationReading(connection_id="c1", lag_seconds=42.0, master_link_status="up"),
+)
+
+
 def _slowlog(e: SlowlogLength) -> Measurement:
+    """`SLOWLOG LEN` above `slowlogCount`"""
+
     def data(threshold: float) -> Data:
         return {
             "slowlogCount": e.length,
@@ -163,7 +230,22 @@ def _slowlog(e: SlowlogLength) -> Measurement:
     return Measurement(e.length, data)
 
 
+SLOWLOG_THRESHOLD = event_type(
+    _slowlog,
+    name="slowlog.threshold",
+    order=60,
+    tier="pro",
+    threshold="slowlogCount",
+    example=SlowlogLength(connection_id="c1", length=500),
+)
+
+
 def _latency_spike(e: LatencyReading) -> Measurement:
+    """mean command latency over a commandstats interval above `latencySpikeMs`, or the automatic
+    baseline when 0
+
+    `{latencyMs, threshold, baselineMs, detection, message, timestamp}` (`detection`:
+    `threshold`, or `automatic` when the webhook's level is 0 and the rolling baseline decides)."""
     automatic = e.spike_level_ms
 
     def data(threshold: float) -> Data:
@@ -179,101 +261,17 @@ def _latency_spike(e: LatencyReading) -> Measurement:
     return Measurement(e.latency_ms, data, automatic)
 
 
-_FULL = MemoryReading(
-    connection_id="c1", used_memory=980, maxmemory=1000, maxmemory_policy="noeviction"
-)
-_CLIENTS = ClientsReading(
-    connection_id="c1", connected_clients=95, maxclients=100, baseline=20.0, spike_level=40.0
-)
-
-MEMORY_CRITICAL = EventType(
-    name="memory.critical",
-    order=30,
-    source=MemoryReading,
-    build=_memory_critical,
-    tier="community",
-    severity="warn",
-    summary="`used_memory / maxmemory` above `memoryCriticalPercent` (never when maxmemory is 0)",
-    threshold="memoryCriticalPercent",
-    example=_FULL,
-)
-# The spec's compliance alert: a full instance that cannot evict refuses writes.
-COMPLIANCE_ALERT = EventType(
-    name="compliance.alert",
-    order=180,
-    source=MemoryReading,
-    build=_compliance,
-    tier="enterprise",
-    severity="warn",
-    summary="`used_memory / maxmemory` above `complianceMemoryPercent` with "
-    "`maxmemory-policy noeviction`",
-    threshold="complianceMemoryPercent",
-    example=_FULL,
-)
-CONNECTION_CRITICAL = EventType(
-    name="connection.critical",
-    order=40,
-    source=ClientsReading,
-    build=_connection_critical,
-    tier="community",
-    severity="warn",
-    summary="`connected_clients / maxclients` above `connectionCriticalPercent`",
-    threshold="connectionCriticalPercent",
-    example=_CLIENTS,
-)
-CONNECTION_SPIKE = EventType(
-    name="connection.spike",
-    order=120,
-    source=ClientsReading,
-    build=_connection_spike,
-    tier="pro",
-    severity="warn",
-    summary="`connected_clients` above `connectionSpikeCount`, or above the automatic "
-    "baseline when it is 0",
-    threshold="connectionSpikeCount",
-    payload="`{connectedClients, threshold, baseline, detection, message, timestamp}` "
-    "(`detection` as for `latency.spike`).",
-    example=_CLIENTS,
-)
-REPLICATION_LAG = EventType(
-    name="replication.lag",
-    order=70,
-    source=ReplicationReading,
-    build=_replication_lag,
-    tier="pro",
-    severity="warn",
-    summary="replica lag above `replicationLagSeconds`",
-    threshold="replicationLagSeconds",
-    example=ReplicationReading(connection_id="c1", lag_seconds=42.0, master_link_status="up"),
-)
-SLOWLOG_THRESHOLD = EventType(
-    name="slowlog.threshold",
-    order=60,
-    source=SlowlogLength,
-    build=_slowlog,
-    tier="pro",
-    severity="warn",
-    summary="`SLOWLOG LEN` above `slowlogCount`",
-    threshold="slowlogCount",
-    example=SlowlogLength(connection_id="c1", length=500),
-)
-LATENCY_SPIKE = EventType(
+LATENCY_SPIKE = event_type(
+    _latency_spike,
     name="latency.spike",
     order=110,
-    source=LatencyReading,
-    build=_latency_spike,
     tier="pro",
-    severity="warn",
-    summary="mean command latency over a commandstats interval above `latencySpikeMs`, "
-    "or the automatic baseline when 0",
     threshold="latencySpikeMs",
-    payload="`{latencyMs, threshold, baselineMs, detection, message, timestamp}` "
-    "(`detection`: `threshold`, or `automatic` when the webhook's level is 0 and the "
-    "rolling baseline decides).",
     example=LatencyReading(
         connection_id="c1", latency_ms=12.5, baseline_ms=0.4, spike_level_ms=1.4
     ),
 )
+
 
 # In the order one bus event's notifications come out (table.candidates).
 EVENT_TYPES: tuple[EventType[Any], ...] = (
