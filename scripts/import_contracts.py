@@ -61,19 +61,14 @@ class DomainBoundaries(Contract):
                 other = _domain_of(imported, domains)
                 if other is None or other == own or self._allowed(importer, imported, other):
                     continue
-                details = graph.get_import_details(importer=importer, imported=imported)
-                lines = tuple(sorted(d["line_number"] for d in details))
-                reaches.append(_Reach(importer, imported, lines))
+                reaches.append(_reach(graph, importer, imported))
         return ContractCheck(kept=not reaches, metadata={"reaches": sorted(reaches)})
 
     def render_broken_contract(self, check: ContractCheck) -> None:
-        for reach in check.metadata["reaches"]:
-            lines = ", ".join(str(n) for n in reach.line_numbers)
-            output.print_error(f"{reach.importer} -> {reach.imported} (l. {lines})")
-        output.new_line()
-        output.print(
+        _render(
+            check,
             "Reach another domain through its service, models or schemas; "
-            "move what both need there, or into kit/."
+            "move what both need there, or into kit/.",
         )
 
     def _allowed(self, importer: str, imported: str, domain: str) -> bool:
@@ -86,6 +81,19 @@ class DomainBoundaries(Contract):
 
     def _is_route(self, module: str) -> bool:
         return is_route(module, tuple(_strings(self.routes)))
+
+
+def _reach(graph: grimp.ImportGraph, importer: str, imported: str) -> _Reach:
+    details = graph.get_import_details(importer=importer, imported=imported)
+    return _Reach(importer, imported, tuple(sorted(d["line_number"] for d in details)))
+
+
+def _render(check: ContractCheck, guidance: str) -> None:
+    for reach in check.metadata["reaches"]:
+        lines = ", ".join(str(n) for n in reach.line_numbers)
+        output.print_error(f"{reach.importer} -> {reach.imported} (l. {lines})")
+    output.new_line()
+    output.print(guidance)
 
 
 def _domain_of(module: str, domains: list[str]) -> str | None:
@@ -114,17 +122,12 @@ class RoutesOnly(Contract):
                     continue
                 if is_route(importer, routes):
                     continue
-                details = graph.get_import_details(importer=importer, imported=package)
-                lines = tuple(sorted(d["line_number"] for d in details))
-                reaches.append(_Reach(importer, package, lines))
+                reaches.append(_reach(graph, importer, package))
         return ContractCheck(kept=not reaches, metadata={"reaches": sorted(reaches)})
 
     def render_broken_contract(self, check: ContractCheck) -> None:
-        for reach in check.metadata["reaches"]:
-            lines = ", ".join(str(n) for n in reach.line_numbers)
-            output.print_error(f"{reach.importer} -> {reach.imported} (l. {lines})")
-        output.new_line()
-        output.print(
+        _render(
+            check,
             "Keep the web framework in the routes (api.py, dependencies, web/): a service "
-            "raises errors.py's errors and returns plain values."
+            "raises errors.py's errors and returns plain values.",
         )

@@ -7,7 +7,8 @@ from typing import Any
 
 
 def text(value: Any) -> str:
-    """A reply item as text: bytes decoded leniently, anything else through str()."""
+    """A reply item as text: bytes decoded leniently (keys and values are binary-safe on
+    the server; a bad byte must not lose the entry), anything else through str()."""
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
     return str(value)

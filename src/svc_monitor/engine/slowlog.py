@@ -11,6 +11,8 @@ fatal: one odd entry must not cost the whole batch.
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
+from svc_monitor.engine.reply_values import integer, text
+
 LogType = Literal["slow", "large-request", "large-reply"]
 LOG_TYPES: tuple[LogType, ...] = get_args(LogType)
 
@@ -46,7 +48,7 @@ def parse_log_reply(reply: Any) -> list[LogEntry]:
 def _entry(item: Any) -> LogEntry | None:
     if not isinstance(item, list | tuple) or len(item) < 4:
         return None
-    entry_id, started_s, duration = (_int(v) for v in item[:3])
+    entry_id, started_s, duration = (integer(v) for v in item[:3])
     raw_args = item[3]
     if entry_id is None or started_s is None or duration is None:
         return None
@@ -56,27 +58,7 @@ def _entry(item: Any) -> LogEntry | None:
         id=entry_id,
         started_at_ms=started_s * 1000,
         duration=duration,
-        args=tuple(_text(a) for a in raw_args),
-        client_address=_text(item[4]) if len(item) > 4 else None,
-        client_name=_text(item[5]) if len(item) > 5 else None,
+        args=tuple(text(a) for a in raw_args),
+        client_address=text(item[4]) if len(item) > 4 else None,
+        client_name=text(item[5]) if len(item) > 5 else None,
     )
-
-
-def _int(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, bytes | str):
-        try:
-            return int(value)
-        except ValueError:
-            return None
-    return None
-
-
-def _text(value: Any) -> str:
-    # Keys and values are binary-safe on the server; a bad byte must not lose the entry.
-    if isinstance(value, bytes):
-        return value.decode("utf-8", errors="replace")
-    return str(value)
