@@ -9,6 +9,7 @@ LOADED_ON_FIRST_USE = {
     "asyncssh": "the first SSH tunnel (27 MB with cryptography's bindings)",
     "aiohttp": "the first webhook delivery or OTLP export",
     "websockets": "the first console socket",
+    "google.protobuf": "the first OTLP push received, or the first OTLP export",
 }
 
 

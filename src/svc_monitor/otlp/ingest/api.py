@@ -22,22 +22,21 @@ import json
 import zlib
 from collections.abc import Awaitable, Callable
 from enum import StrEnum
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
-from google.protobuf import json_format
-from google.protobuf.message import DecodeError, Message
-from google.rpc import status_pb2
-from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
-    ExportMetricsServiceRequest,
-)
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from svc_monitor.api.dependencies import get_services
 from svc_monitor.api.error_responses import error_body
 from svc_monitor.config import Settings
 from svc_monitor.errors import AppError
+
+if TYPE_CHECKING:
+    from google.protobuf.message import Message
+
+# The protobuf classes load with the first export received, not at start-up: an install
+# nobody pushes to never holds them (bench/startup.py).
 
 router = APIRouter(tags=["otlp"])
 
@@ -64,6 +63,10 @@ _ANSWERS: dict[int | str, dict[str, Any]] = {
 async def receive_traces(request: Request) -> Response:
     """OTLP/HTTP trace export. Spans of `@svc/...` scopes and root spans are stored (the AI
     Traces page); other spans are counted in `partialSuccess.rejectedSpans`."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+
     services = get_services(request)
     return await handle_export(
         request, services.settings, ExportTraceServiceRequest, services.traces.ingest
@@ -78,6 +81,10 @@ async def receive_metrics(request: Request) -> Response:
     counted by reason in `partialSuccess.errorMessage`
     (unidentified, unknown_instance, already_polled, unsupported_type,
     unsupported_temporality, unmapped_metric, invalid_value, cardinality_limit)."""
+    from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
+        ExportMetricsServiceRequest,
+    )
+
     services = get_services(request)
     return await handle_export(
         request, services.settings, ExportMetricsServiceRequest, services.metrics_receiver.ingest
@@ -100,7 +107,7 @@ MAX_BODY_BYTES = 1024 * 1024
 # Inflate in steps of this many output bytes: memory stays bounded whatever the ratio.
 _INFLATE_STEP = 64 * 1024
 
-M = TypeVar("M", bound=Message)
+M = TypeVar("M", bound="Message")
 
 # JSON fields that carry ids as hex in OTLP JSON (protobuf's JSON reads bytes as base64).
 _HEX_ID_FIELDS = frozenset({"traceId", "spanId", "parentSpanId", "trace_id", "span_id"})
@@ -127,7 +134,7 @@ async def handle_export(
     request: Request,
     settings: Settings,
     request_type: type[M],
-    handler: Callable[[M], Awaitable[Message]],
+    handler: Callable[[M], Awaitable["Message"]],
 ) -> Response:
     """Gate, read and decode an export request, let `handler` take it, answer in kind."""
     encoding = _encoding_of(request)
@@ -245,6 +252,9 @@ def _too_large(limit: int) -> str:
 
 
 def decode(body: bytes, request_type: type[M], encoding: Encoding) -> M:
+    from google.protobuf import json_format
+    from google.protobuf.message import DecodeError
+
     message = request_type()
     if encoding is Encoding.PROTOBUF:
         try:
@@ -287,7 +297,9 @@ def _hex_to_base64(key: str, value: str) -> str:
         raise IngestRefused(400, f"{key} must be a hex string, got {value[:40]!r}") from None
 
 
-def answer(message: Message, encoding: Encoding) -> Response:
+def answer(message: "Message", encoding: Encoding) -> Response:
+    from google.protobuf import json_format
+
     if encoding is Encoding.PROTOBUF:
         return Response(message.SerializeToString(), 200, media_type=encoding.value)
     if not message.ListFields():
@@ -297,6 +309,8 @@ def answer(message: Message, encoding: Encoding) -> Response:
 
 
 def refusal(refused: IngestRefused, encoding: Encoding) -> Response:
+    from google.rpc import status_pb2
+
     status = status_pb2.Status(code=_GRPC_CODES.get(refused.status, 2), message=refused.message)
     headers = {"WWW-Authenticate": "Bearer"} if refused.status == 401 else None
     if encoding is Encoding.PROTOBUF:

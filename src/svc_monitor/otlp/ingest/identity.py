@@ -13,10 +13,12 @@ Identity (spec "Instance identity of a pushed payload", ../shared/otlp-collector
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-
-from opentelemetry.proto.common.v1.common_pb2 import KeyValue
+from typing import TYPE_CHECKING
 
 from svc_monitor.connections.models import Connection
+
+if TYPE_CHECKING:
+    from opentelemetry.proto.common.v1.common_pb2 import KeyValue
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 # A port as people write one: no sign, no leading zero, at most five digits.
@@ -52,7 +54,7 @@ def sanitized_key(host: str, port: int) -> str:
     return f"{_UNSAFE.sub('-', host).lower()}-{port}"
 
 
-def resource_address(attributes: Iterable[KeyValue]) -> PushedAddress | None:
+def resource_address(attributes: Iterable["KeyValue"]) -> PushedAddress | None:
     instance_id = server_address = server_port = None
     for attribute in attributes:
         key = attribute.key

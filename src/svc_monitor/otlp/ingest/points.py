@@ -11,19 +11,17 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-
-from opentelemetry.proto.common.v1.common_pb2 import KeyValue
-from opentelemetry.proto.metrics.v1.metrics_pb2 import (
-    AggregationTemporality,
-    Metric,
-    NumberDataPoint,
-)
+from typing import TYPE_CHECKING
 
 from svc_monitor.engine.info import Scalar
 from svc_monitor.otlp.ingest.fields import PushedFields
 from svc_monitor.otlp.ingest.mapping import ATTRIBUTE_OF, Shape, Target, attribute_name, lookup
 
-_CUMULATIVE = AggregationTemporality.AGGREGATION_TEMPORALITY_CUMULATIVE
+if TYPE_CHECKING:
+    from opentelemetry.proto.common.v1.common_pb2 import KeyValue
+    from opentelemetry.proto.metrics.v1.metrics_pb2 import Metric, NumberDataPoint
+
+_CUMULATIVE = 2  # AggregationTemporality.AGGREGATION_TEMPORALITY_CUMULATIVE (metrics.proto)
 
 
 @dataclass(slots=True)
@@ -43,7 +41,7 @@ class Tally:
     )
 
 
-def take_metrics(fields: PushedFields, metrics: Iterable[Metric], tally: Tally) -> bool:
+def take_metrics(fields: PushedFields, metrics: Iterable["Metric"], tally: Tally) -> bool:
     """Map every point of one resource's metrics; True when a mapped metric's name is a
     `valkey.*` one."""
     valkey_named = False
@@ -90,7 +88,7 @@ def take_metrics(fields: PushedFields, metrics: Iterable[Metric], tally: Tally) 
     return valkey_named
 
 
-def _drop_unsupported(metric: Metric, kind: str | None, dropped: Counter[str]) -> None:
+def _drop_unsupported(metric: "Metric", kind: str | None, dropped: Counter[str]) -> None:
     """Count the points of a metric that is neither a gauge nor a cumulative sum."""
     if kind == "sum":
         dropped["unsupported_temporality"] += len(metric.sum.data_points)
@@ -99,7 +97,7 @@ def _drop_unsupported(metric: Metric, kind: str | None, dropped: Counter[str]) -
 
 
 def _take_attributed(
-    fields: PushedFields, target: Target, points: Sequence[NumberDataPoint], tally: Tally
+    fields: PushedFields, target: Target, points: Sequence["NumberDataPoint"], tally: Tally
 ) -> int:
     """cpu/role/db/cmd points, whose attribute picks the field or entry; the number taken."""
     shape, section, name_of, decimal = target.shape, target.section, target.field, target.decimal
@@ -145,7 +143,7 @@ def _take_attributed(
 _UNSEEN = ""
 
 
-def _other_value(point: NumberDataPoint, decimal: bool) -> Scalar | None:
+def _other_value(point: "NumberDataPoint", decimal: bool) -> Scalar | None:
     """The value of a point whose as_int reads 0, as INFO keeps the field: a whole double
     is an int unless the field is a decimal one. None when the point has no value or it
     is not finite."""
@@ -160,7 +158,7 @@ def _other_value(point: NumberDataPoint, decimal: bool) -> Scalar | None:
     return number if decimal or not number.is_integer() else int(number)
 
 
-def point_count(metric: Metric) -> int:
+def point_count(metric: "Metric") -> int:
     kind = metric.WhichOneof("data")
     if kind is None:
         return 0
@@ -168,7 +166,7 @@ def point_count(metric: Metric) -> int:
     return len(points)
 
 
-def string_attribute(attributes: Iterable[KeyValue], key: str) -> str | None:
+def string_attribute(attributes: Iterable["KeyValue"], key: str) -> str | None:
     """An attribute's text (an int one as digits); None when absent or of another kind."""
     for attribute in attributes:
         if attribute.key == key:

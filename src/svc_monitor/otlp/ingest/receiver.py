@@ -22,13 +22,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
-
-from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
-    ExportMetricsServiceRequest,
-    ExportMetricsServiceResponse,
-)
-from opentelemetry.proto.common.v1.common_pb2 import KeyValue
+from typing import TYPE_CHECKING, Protocol
 
 from svc_monitor.connections.models import Connection, PushStatus
 from svc_monitor.connections.service import ConnectionService
@@ -46,6 +40,13 @@ from svc_monitor.pipe.health import InstanceHealth
 from svc_monitor.pipe.live_state import LiveState
 from svc_monitor.pipe.observation import Observation
 from svc_monitor.pipe.pipe import Pipe
+
+if TYPE_CHECKING:
+    from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
+        ExportMetricsServiceRequest,
+        ExportMetricsServiceResponse,
+    )
+    from opentelemetry.proto.common.v1.common_pb2 import KeyValue
 
 logger = logging.getLogger(__name__)
 
@@ -201,7 +202,14 @@ class MetricsReceiver:
 
     # --- ingest ---
 
-    async def ingest(self, request: ExportMetricsServiceRequest) -> ExportMetricsServiceResponse:
+    async def ingest(
+        self, request: "ExportMetricsServiceRequest"
+    ) -> "ExportMetricsServiceResponse":
+        # Imported here, as by the route: protobuf loads with the first push.
+        from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
+            ExportMetricsServiceResponse,
+        )
+
         # A connection registered a moment ago takes its first push at once.
         if not self._loaded or (self._changes is not None and _drain_changes(self._changes)):
             await self.refresh()
@@ -265,7 +273,7 @@ class MetricsReceiver:
     # --- versions ---
 
     def _take_versions(
-        self, pushed: _Pushed, attributes: Iterable[KeyValue], valkey_named: bool
+        self, pushed: _Pushed, attributes: Iterable["KeyValue"], valkey_named: bool
     ) -> None:
         redis_version = valkey_version = system = None
         for attribute in attributes:
