@@ -72,7 +72,7 @@ from svc_monitor.config import Settings, StorageType
 from svc_monitor.kit.embedded_valkey import EmbeddedValkey
 from svc_monitor.otlp.ingest.api import MAX_BODY_BYTES, Encoding, decode
 from svc_monitor.otlp.ingest.mapping import CPU_STATES, TABLE
-from svc_monitor.services import Services
+from svc_monitor.services import Features, Services
 
 NOWHERE = "http://127.0.0.1:9"  # the update check must not leave loopback
 METRICS = "/v1/external/metrics"
@@ -203,7 +203,7 @@ def serialize(request: ExportMetricsServiceRequest, encoding: Encoding) -> bytes
 @contextlib.asynccontextmanager
 async def in_process_monitor(
     instances: set[tuple[str, int]],
-) -> AsyncIterator[tuple[Services, httpx.AsyncClient]]:
+) -> AsyncIterator[tuple[Features, httpx.AsyncClient]]:
     settings = Settings(
         _env_file=None,
         STORAGE_TYPE=StorageType.MEMORY,
@@ -234,8 +234,9 @@ async def in_process_monitor(
                 json={"source": "push", "name": f"{host}:{port}", "host": host, "port": port},
             )
             created.raise_for_status()
-        await services.metrics_receiver.refresh()
-        yield services, client
+        features: Features = app.state.features
+        await features.metrics_receiver.refresh()
+        yield features, client
 
 
 async def rate(
@@ -268,8 +269,8 @@ async def bench_points(args: argparse.Namespace) -> None:
     cpu = sorted(os.sched_getaffinity(0))[0]
     os.sched_setaffinity(0, {cpu})
     print(f"points: one core (CPU {cpu}), {len(everyone)} push connections registered")
-    async with in_process_monitor(everyone) as (services, client):
-        receiver = services.metrics_receiver
+    async with in_process_monitor(everyone) as (features, client):
+        receiver = features.metrics_receiver
         for payload in payloads:
             kind = "protobuf" if payload.encoding is Encoding.PROTOBUF else "JSON"
             print(

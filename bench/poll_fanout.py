@@ -32,7 +32,7 @@ from svc_monitor.app import create_app
 from svc_monitor.config import Settings, StorageType
 from svc_monitor.engine.info import parse_info
 from svc_monitor.kit.embedded_valkey import EmbeddedValkey
-from svc_monitor.services import Services
+from svc_monitor.services import Features, Services
 
 NOWHERE = "http://127.0.0.1:9"  # the update check must not leave loopback
 
@@ -83,17 +83,18 @@ async def run(servers: list[EmbeddedValkey], seconds: float) -> None:
                 json={"name": f"v{server.port}", "host": "127.0.0.1", "port": server.port},
             )
             response.raise_for_status()
+        features: Features = app.state.features  # installed by the lifespan
         ids = [c.id for c in await services.connections.list()]
         await asyncio.sleep(3)  # every loop started and past its first (detecting) pass
 
         before = {s.port: commandstats(s.port) for s in servers}
-        info_ticks = sum(services.supervisor.loops_of(i)["info"].ticks for i in ids)
+        info_ticks = sum(features.supervisor.loops_of(i)["info"].ticks for i in ids)
         cpu, wall = time.process_time(), time.perf_counter()
         await asyncio.sleep(seconds)
         cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
-        info_ticks = sum(services.supervisor.loops_of(i)["info"].ticks for i in ids) - info_ticks
+        info_ticks = sum(features.supervisor.loops_of(i)["info"].ticks for i in ids) - info_ticks
         after = {s.port: commandstats(s.port) for s in servers}
-        isolated_ms = await isolated_info_poll_ms(services, ids[0])
+        isolated_ms = await isolated_info_poll_ms(features, ids[0])
 
     per_poll_ms = cpu * 1000 / info_ticks
     print(
@@ -125,10 +126,10 @@ async def run(servers: list[EmbeddedValkey], seconds: float) -> None:
 
 
 async def isolated_info_poll_ms(
-    services: Services, connection_id: str, passes: int = 3000
+    features: Features, connection_id: str, passes: int = 3000
 ) -> float:
     """CPU ms of one INFO poll pass, run back to back through the real PollLoop.tick."""
-    loop = services.supervisor.loops_of(connection_id)["info"]
+    loop = features.supervisor.loops_of(connection_id)["info"]
     for _ in range(100):  # warm up
         await loop.tick()
     started = time.process_time()

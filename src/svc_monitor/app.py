@@ -1,9 +1,10 @@
 """The composition root: `create_app(settings)` builds the services and mounts the routers.
 
-The core (compose.py: storage, connections, settings, users, the licence, webhooks, the
-pipe and its sources) is built before the server listens, with the core routes (health,
-connections, settings, INFO history, docs). The feature domains are composed in
-features.py and installed by the lifespan:
+The core (compose.py: storage, connections, settings, users, the licence, webhooks, INFO
+history and live state) is built before the server listens, with the core routes (health,
+connections, settings, INFO history, docs, the OTLP receivers). What watches the
+instances (watching.py: the pipe, its consumers, the polls and the push receiver) and the
+feature domains are composed in features.py and installed by the lifespan:
 before the first request by default, or, for the command line, right after the server
 starts listening, imported on a thread so the loop keeps answering meanwhile. Until
 then a feature route answers 503 with Retry-After (see `_starting`).
@@ -112,11 +113,9 @@ def create_app(
             asyncio.create_task(services.telemetry.run(), name="usage-telemetry"),
             asyncio.create_task(services.versions.run(), name="version-check"),
             asyncio.create_task(_check_connections(services), name="first-check"),
-            asyncio.create_task(services.supervisor.run(), name="poll-supervisor"),
             asyncio.create_task(services.metrics.run_rollups(), name="history-rollups"),
             asyncio.create_task(services.webhook_worker.run(), name="webhook-deliveries"),
             asyncio.create_task(services.webhook_dispatcher.run(), name="webhook-dispatch"),
-            asyncio.create_task(services.metrics_receiver.run(), name="otlp-metrics-receiver"),
         ]
         if services.event_exporter is not None:
             background.append(
@@ -138,7 +137,6 @@ def create_app(
         try:
             yield
         finally:
-            services.supervisor.request_stop()
             for task in background:
                 task.cancel()
             await asyncio.gather(*background, return_exceptions=True)
@@ -223,7 +221,7 @@ async def _install_features(
         if in_thread
         else importlib.import_module(name)
     )
-    features, kinds = module.build_features(services)
+    features = module.build_features(services)
     if services.db.kind is StorageType.MEMORY:
         await services.db.migrate()  # their tables registered on import: create them
     catch_alls = _take_catch_alls(app)
@@ -234,18 +232,22 @@ async def _install_features(
     app.state.features = features
     if with_ui:
         _install_ui(app)
-    services.supervisor.add_kinds(kinds)
+    tasks = app.state.feature_tasks
+    # What watches the instances: every poll of every connection, and the push receiver's
+    # registry refresh and staleness sweep.
+    tasks.append(asyncio.create_task(features.supervisor.run(), name="poll-supervisor"))
+    tasks.append(asyncio.create_task(features.metrics_receiver.run(), name="otlp-metrics-receiver"))
     app.state.feature_tasks.append(asyncio.create_task(features.retention.run(), name="retention"))
     # Marks captures a dead process left running as failed; cancelled at shutdown, it stops
     # the running ones (their rows say "stopped") before storage closes.
     app.state.feature_tasks.append(asyncio.create_task(features.monitor.run(), name="monitor"))
-    app.state.feature_tasks.append(asyncio.create_task(services.cve.run(), name="cve-scans"))
+    app.state.feature_tasks.append(asyncio.create_task(features.cve.run(), name="cve-scans"))
     # metric_forecast.limit alerts and the forecast gauge's projections, every 60 s
     app.state.feature_tasks.append(
         asyncio.create_task(features.forecast.run(), name="forecast-alerts")
     )
     # anomaly groups stored and published, the svc_anomaly_* summary rebuilt
-    app.state.feature_tasks.append(asyncio.create_task(services.anomaly.run(), name="anomaly"))
+    app.state.feature_tasks.append(asyncio.create_task(features.anomaly.run(), name="anomaly"))
     if features.metrics_exporter is not None:
         # The registry over OTLP; its first push is one interval after this start.
         app.state.feature_tasks.append(
@@ -279,11 +281,13 @@ def _take_catch_alls(app: FastAPI) -> list[BaseRoute]:
 
 
 async def _stop(app: FastAPI, services: Services) -> None:
+    features: Features | None = app.state.features
+    if features is not None:
+        features.supervisor.request_stop()  # before the cancel: see PollLoop.stop
     tasks: list[asyncio.Task[None]] = app.state.feature_tasks
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
-    features: Features | None = app.state.features
     if features is not None:
         await features.clusters.close()
     await services.live.close()

@@ -1,5 +1,5 @@
-"""The feature domains, composed: their services, poll kinds and routers, and the
-Prometheus registry over them and the core.
+"""The feature domains, composed: their services, poll kinds and routers, what watches the
+instances (watching.py), and the Prometheus registry over them and the core.
 
 Imported on its own (off the event loop by the command line, see app.py), because
 building these routes and schemas is most of the service's import time.
@@ -52,7 +52,6 @@ from svc_monitor.polling.config_watch_poll import config_watch_kind
 from svc_monitor.polling.key_analytics_poll import KeyAnalyticsPoller
 from svc_monitor.polling.latency_poll import LatencyPoller
 from svc_monitor.polling.log_polls import LogPoller
-from svc_monitor.polling.models import PollKind
 from svc_monitor.prometheus.api import router as prometheus_router
 from svc_monitor.prometheus.families.anomaly import AnomalyCollector
 from svc_monitor.prometheus.families.cve import CveCollector
@@ -66,6 +65,7 @@ from svc_monitor.slowlog.service import SlowlogService
 from svc_monitor.storage.retention import MEMORY_ROW_CAP, HistoryRetention
 from svc_monitor.traces import store as traces_store
 from svc_monitor.traces.api import router as traces_router
+from svc_monitor.watching import Consumers, Sources, build_consumers, build_pipe, build_sources
 from svc_monitor.webhooks import store as webhook_store
 
 if TYPE_CHECKING:
@@ -91,11 +91,15 @@ ROUTERS: tuple[APIRouter, ...] = (
 )
 
 
-def build_features(services: Services) -> tuple[Features, list[PollKind]]:
-    """The feature services over the core ones, the poll kinds they add, and the
-    Prometheus registry over everything (its collectors listed once, in scrape order)."""
+def build_features(services: Services) -> Features:
+    """The feature services over the core ones, what watches the instances (watching.py:
+    the pipe, its consumers, the polls with the feature domains' kinds and the OTLP
+    receiver), and the Prometheus registry over everything (its collectors listed once,
+    in scrape order)."""
     db, connections, live_state = services.db, services.connections, services.live_state
-    pipe, bus, settings = services.pipe, services.bus, services.settings
+    bus, settings = services.bus, services.settings
+    consumers = build_consumers(services)
+    pipe = build_pipe(services, consumers)
     slowlog = SlowlogService(slowlog_store.SlowlogStore(db), connections)
     audit = AuditService(audit_store.AuditStore(db), bus)
     client_analytics = ClientAnalyticsService(client_analytics_store.ClientSnapshotStore(db))
@@ -107,19 +111,24 @@ def build_features(services: Services) -> tuple[Features, list[PollKind]]:
     key_analytics = KeyAnalyticsService(
         key_analytics_store.KeyAnalyticsStore(db), connections, live_state, settings
     )
-    kinds = [
-        *LogPoller(slowlog, pipe=pipe).kinds(),
-        AuditPoller(audit, pipe=pipe).kind(),
-        ClientsPoller(client_analytics, pipe=pipe, live_state=live_state).kind(),
-        CommandstatsPoller(pipe).kind(),
-        LatencyPoller(latency, pipe=pipe).kind(),
-        cluster_kind(clusters),
-        config_watch_kind(ConfigWatch(bus, live_state)),
-        KeyAnalyticsPoller(
-            key_analytics, allowed=lambda: services.license.allows(Feature.KEY_ANALYTICS)
-        ).kind(),
-    ]
-    prometheus = _prometheus(services, forecast, key_analytics)
+    sources = build_sources(
+        services,
+        pipe,
+        consumers,
+        kinds=[
+            *LogPoller(slowlog, pipe=pipe).kinds(),
+            AuditPoller(audit, pipe=pipe).kind(),
+            ClientsPoller(client_analytics, pipe=pipe, live_state=live_state).kind(),
+            CommandstatsPoller(pipe).kind(),
+            LatencyPoller(latency, pipe=pipe).kind(),
+            cluster_kind(clusters),
+            config_watch_kind(ConfigWatch(bus, live_state)),
+            KeyAnalyticsPoller(
+                key_analytics, allowed=lambda: services.license.allows(Feature.KEY_ANALYTICS)
+            ).kind(),
+        ],
+    )
+    prometheus = _prometheus(services, consumers, sources, forecast, key_analytics)
     features = Features(
         slowlog=slowlog,
         audit=audit,
@@ -132,18 +141,29 @@ def build_features(services: Services) -> tuple[Features, list[PollKind]]:
         forecast=forecast,
         retention=_retention(services),
         key_analytics=key_analytics,
+        commandstats=consumers.commandstats,
+        cve=consumers.cve,
+        anomaly=consumers.anomaly,
+        pipe=pipe,
+        instance_health=sources.health,
+        supervisor=sources.supervisor,
+        metrics_receiver=sources.metrics_receiver,
         prometheus=prometheus,
         metrics_exporter=_metrics_exporter(services, prometheus),
     )
-    return features, kinds
+    return features
 
 
 def _prometheus(
-    services: Services, forecast: ForecastService, key_analytics: KeyAnalyticsService
+    services: Services,
+    consumers: Consumers,
+    sources: Sources,
+    forecast: ForecastService,
+    key_analytics: KeyAnalyticsService,
 ) -> PrometheusService:
     """The registry behind the scrape and the OTLP metrics export: the connections' families
     from live state, then these collectors' (prometheus/families/ and the exporters')."""
-    supervisor, receiver = services.supervisor, services.metrics_receiver
+    supervisor, receiver = sources.supervisor, sources.metrics_receiver
 
     def watched() -> list[Connection]:
         return [*supervisor.polled_connections(), *receiver.push_connections()]
@@ -160,14 +180,14 @@ def _prometheus(
             services.otlp_stats,
             receiver.counts,
             ForecastCollector(forecast, watched),
-            CveCollector(services.cve),
+            CveCollector(consumers.cve),
             KeyAnalyticsCollector(
                 key_analytics,
                 lambda: addresses(supervisor.polled_connections()),
                 full=lambda: prometheus.full_profile,
             ),
             AnomalyCollector(
-                services.anomaly,
+                consumers.anomaly,
                 lambda: addresses(watched()),
                 full=lambda: prometheus.full_profile,
             ),

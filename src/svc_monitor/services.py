@@ -1,16 +1,17 @@
 """The object graph `create_app` builds (api/dependencies.py hands it to routes).
 
 Two parts: `Services`, built by compose.py before the server listens: the core every
-request may need (storage, connections, health, settings, the licence and its gates),
-the pipe with every consumer it feeds (INFO and commandstats history, the CVE scanner,
-anomaly detection) and its sources; and `Features`, the feature domains that serve
-routes (slow logs, audit, client analytics, live reads, latency, clusters, key
-analytics, forecasts, the console) and the Prometheus registry over all of them, built by
-features.py. The command line loads features just after the server starts listening,
+request may need (storage, connections, health, settings, the licence and its gates,
+webhooks, INFO history and live state); and `Features`, built by features.py: what
+watches the instances (the pipe, its consumers and sources: watching.py), the feature
+domains that serve routes (slow logs, audit, client analytics, live reads, latency,
+clusters, key analytics, forecasts, CVEs, anomalies, the console) and the Prometheus
+registry over all of them. The command line loads features just after the server starts listening,
 which keeps their route and schema building out of the time to a first answer
 (bench/startup.py); tests load them before the first request.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -67,6 +68,7 @@ class Services:
     """The core long-lived services of one app instance (no module-level singletons)."""
 
     settings: Settings
+    clock: Callable[[], float]  # the wall clock of the licence, sessions, pushes (tests move it)
     db: "Database"
     secrets: "SecretBox"
     meta: "AppMetaStore"
@@ -81,20 +83,13 @@ class Services:
     broker: "BrokerService"  # third-party sign-in (auth/broker.py)
     telemetry: "UsageTelemetry"
     metrics: "MetricsService"  # INFO history (info_history/)
-    commandstats: "CommandstatsService"  # commandstats history (commandstats/)
-    cve: "CveService"  # CVE and end-of-life scanning (cve/)
-    anomaly: "AnomalyService"  # anomaly detection and correlated groups (anomaly/)
-    live_state: "LiveState"
-    pipe: "Pipe"  # where every observation and fact enters (compose.py lists its consumers)
-    instance_health: "InstanceHealth"
-    supervisor: "PollSupervisor"
+    live_state: "LiveState"  # what the pipe last said of each connection
     webhooks: "WebhookService"
     webhook_worker: "DeliveryWorker"  # attempts, outcomes and the retry queue
     webhook_dispatcher: "WebhookDispatcher"  # bus events -> deliveries
     otlp_stats: "ExportStats"  # both OTLP exports' own outcomes (svc_otlp_export_*)
     otlp_transport: "OtlpTransport | None"  # None: no endpoint, or OTEL_TELEMETRY_ENABLED off
     event_exporter: "EventExporter | None"  # events as OTLP logs; None when that is off
-    metrics_receiver: "MetricsReceiver"  # POST /v1/external/metrics: push connections' pipe
     discovery: "DiscoveredInstances"  # unregistered OTLP pushers, offered for registration
     traces: "TraceService"  # POST /v1/traces: stored spans, the AI Traces view (traces/)
 
@@ -114,5 +109,12 @@ class Features:
     forecast: "ForecastService"  # capacity forecasts and their limit alerts (forecast/)
     key_analytics: "KeyAnalyticsService"  # key patterns, sizes, hot keys (key_analytics/)
     retention: "HistoryRetention"
+    commandstats: "CommandstatsService"  # commandstats history (commandstats/)
+    cve: "CveService"  # CVE and end-of-life scanning (cve/)
+    anomaly: "AnomalyService"  # anomaly detection and correlated groups (anomaly/)
+    pipe: "Pipe"  # where every observation and fact enters (watching.py lists its consumers)
+    instance_health: "InstanceHealth"
+    supervisor: "PollSupervisor"
+    metrics_receiver: "MetricsReceiver"  # POST /v1/external/metrics: push connections' pipe
     prometheus: "PrometheusService"  # the registry: scrape and OTLP export
     metrics_exporter: "MetricsExporter | None"  # the registry over OTLP; None when export is off

@@ -35,7 +35,7 @@ async def push_connection(app: RunningApp, port: int = 6392) -> str:
 
 async def one_group(app: RunningApp, connection_id: str, server: RunningServer) -> None:
     """Two minutes of steady load, then memory jumps and clients fall for 3 samples."""
-    anomaly = app.app.state.services.anomaly
+    anomaly = app.app.state.features.anomaly
     text = info_text(server)
     for i, info in enumerate(steady_load(text, 120, seed=3)):
         anomaly.observe(Observation(connection_id, START_MS + i * 1000, info))
@@ -104,7 +104,7 @@ class TestRoutes:
         # The INFO metrics, then the slow log's and latency's (listed before their first read).
         assert len(empty["buffers"]) == len(METRICS) + len(FEED_METRICS) >= 20
         assert all(b["samples"] == 0 and not b["ready"] for b in empty["buffers"])
-        anomaly = pro.app.state.services.anomaly
+        anomaly = pro.app.state.features.anomaly
         for i, info in enumerate(steady_load(info_text(valkey_server), READY_AT, seed=4)):
             anomaly.observe(Observation(connection, START_MS + i * 1000, info))
         body = await get(pro, "/api/anomaly/buffers", connection)
@@ -132,8 +132,8 @@ async def test_turned_off_detects_nothing_and_answers_404(
     async with memory_app_factory(
         NODE_ENV="development", SVC_OFFLINE_LICENSE=licence, ANOMALY_DETECTION_ENABLED=False
     ) as app:
-        anomaly = app.app.state.services.anomaly
-        assert anomaly not in app.services.pipe.consumers
+        anomaly = app.app.state.features.anomaly
+        assert anomaly not in app.features.pipe.consumers
         answer = await app.client.get("/api/anomaly/groups")
     assert answer.status_code == 404
     assert "ANOMALY_DETECTION_ENABLED" in answer.json()["message"]

@@ -194,7 +194,7 @@ FEED_METRICS = ("slowlog_growth", "latency_spike")
 
 
 def buffers(app: RunningApp, connection_id: str) -> dict[str, dict[str, Any]]:
-    states = app.app.state.services.anomaly.buffers(connection_id)
+    states = app.app.state.features.anomaly.buffers(connection_id)
     return {s.metric: {"samples": s.samples, "ready": s.ready} for s in states}
 
 
@@ -309,7 +309,7 @@ class TestClusterStateOnARealCluster:
             NODE_ENV="development",
             SVC_OFFLINE_LICENSE=licence,
         ) as app:
-            anomaly = app.app.state.services.anomaly
+            anomaly = app.app.state.features.anomaly
             live = app.services.live_state
 
             async def cluster_read() -> bool:

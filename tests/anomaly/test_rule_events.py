@@ -55,7 +55,7 @@ async def node(app: RunningApp, server: RunningServer, port: int) -> Node:
         json={"source": "push", "name": f"node-{port}", "host": "10.9.9.7", "port": port},
     )
     assert made.status_code == 201, made.text
-    return Node(app.app.state.services.anomaly, made.json()["id"], server)
+    return Node(app.app.state.features.anomaly, made.json()["id"], server)
 
 
 async def settled() -> None:

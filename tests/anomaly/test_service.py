@@ -109,7 +109,7 @@ class TestMemoryPressure:
         )
         assert hook.status_code == 201, hook.text
         connection = await push_connection(pro)
-        anomaly = pro.app.state.services.anomaly
+        anomaly = pro.app.state.features.anomaly
         feeder = Feeder(anomaly, connection, small)
         client = small.client()
         # instantaneous_ops_per_sec is the server's own, over its last 1.6 s of real time:
@@ -169,7 +169,7 @@ class TestMemoryPressure:
         assert [e["anomalyType"] for e in memory] == ["spike"]
 
         anomaly.refresh_summary()
-        await pro.services.metrics_receiver.refresh()
+        await pro.features.metrics_receiver.refresh()
         text = (await pro.client.get("/api/prometheus/metrics")).text
         found = {
             (
@@ -202,7 +202,7 @@ class TestRegistryChanges:
         """The loop reads ConnectionsChanged up to a second late: creating a connection
         must not throw away the samples its first second already brought."""
         connection = await push_connection(pro)  # publishes ConnectionsChanged
-        anomaly = pro.app.state.services.anomaly
+        anomaly = pro.app.state.features.anomaly
         feeder = Feeder(anomaly, connection, small)
         feeder.observe()
         feeder.observe()

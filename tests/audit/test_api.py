@@ -51,7 +51,7 @@ async def entries(app: RunningApp, query: str = "", **headers: str) -> list[dict
 
 async def audit_polled(app: RunningApp, connection_id: str = "env-default") -> None:
     async def polled() -> bool:
-        loop = app.services.supervisor.loops_of(connection_id).get("audit")
+        loop = app.features.supervisor.loops_of(connection_id).get("audit")
         seen = app.services.connections.last_seen(await app.services.connections.get(connection_id))
         return bool(loop and loop.ticks >= 1 and seen and seen.identity)
 

@@ -24,7 +24,7 @@ FAKE = "CVE-2099-0001"
 
 
 def scanner(app: RunningApp) -> CveService:
-    cve: CveService = app.app.state.services.cve
+    cve: CveService = app.app.state.features.cve
     return cve
 
 

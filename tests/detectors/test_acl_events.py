@@ -53,10 +53,10 @@ async def watching(app: RunningApp, kind: str, connection_id: str = "env-default
 
     async def identified() -> bool:
         seen = connections.last_seen(await connections.get(connection_id))
-        return bool(seen and seen.identity and app.services.supervisor.loops_of(connection_id))
+        return bool(seen and seen.identity and app.features.supervisor.loops_of(connection_id))
 
     await eventually(identified)
-    loop = app.services.supervisor.loops_of(connection_id)[kind]
+    loop = app.features.supervisor.loops_of(connection_id)[kind]
     # A tick counts when it starts: the next one started after detection, and the one
     # after it starts only once that pass has finished.
     first = loop.ticks + 2

@@ -154,7 +154,7 @@ class TestARealCluster:
         last = CLUSTER_SLOTS // 3 - 1  # the seed's slots
         async with memory_app_factory(**FAST, DB_HOST=seed.host, DB_PORT=seed.port) as app:
             watcher = BusWatcher(app)
-            loops = app.services.supervisor.loops_of
+            loops = app.features.supervisor.loops_of
 
             async def cluster_passes(at_least: int) -> bool:
                 loop = loops("env-default").get("cluster")

@@ -119,12 +119,12 @@ class TestClusterStateFromARealCluster:
             watcher = BusWatcher(app)
 
             async def polled_a_few_times() -> bool:
-                loops = app.services.supervisor.loops_of("env-default")
+                loops = app.features.supervisor.loops_of("env-default")
                 return "cluster" in loops and loops["cluster"].ticks >= 5
 
             await eventually(polled_a_few_times)
             nodes = (await app.client.get("/api/metrics/cluster/node-stats")).json()
-            failures = app.services.supervisor.loops_of("env-default")["cluster"].failures
+            failures = app.features.supervisor.loops_of("env-default")["cluster"].failures
         assert failures == 0
         assert len(nodes) == 3  # the nodes are still discovered and polled
         assert watcher.of(ClusterStateChanged) == []

@@ -48,10 +48,10 @@ async def watching(app: RunningApp, connection_id: str = "env-default") -> None:
 
     async def identified() -> bool:
         seen = connections.last_seen(await connections.get(connection_id))
-        return bool(seen and seen.identity and app.services.supervisor.loops_of(connection_id))
+        return bool(seen and seen.identity and app.features.supervisor.loops_of(connection_id))
 
     await eventually(identified)
-    loop = app.services.supervisor.loops_of(connection_id)["config_watch"]
+    loop = app.features.supervisor.loops_of(connection_id)["config_watch"]
     # A tick counts when it starts: the next one started after detection, and the one
     # after it starts only once that pass has finished.
     first = loop.ticks + 2
@@ -63,7 +63,7 @@ async def watching(app: RunningApp, connection_id: str = "env-default") -> None:
 
 
 async def passes(app: RunningApp, n: int, connection_id: str = "env-default") -> None:
-    loop = app.services.supervisor.loops_of(connection_id)["config_watch"]
+    loop = app.features.supervisor.loops_of(connection_id)["config_watch"]
     until = loop.ticks + n
 
     async def done() -> bool:
@@ -217,7 +217,7 @@ class TestRefusals:
                 finally:
                     await conn.aclose()
                 await passes(app, 3)
-                loop = app.services.supervisor.loops_of("env-default")["config_watch"]
+                loop = app.features.supervisor.loops_of("env-default")["config_watch"]
                 load = (await app.client.get("/api/metrics/monitor-load")).json()
         finally:
             server_factory.stop(server)
@@ -247,7 +247,7 @@ class TestRefusals:
                 finally:
                     await conn.aclose()
                 await passes(app, 3)
-                loop = app.services.supervisor.loops_of("env-default")["config_watch"]
+                loop = app.features.supervisor.loops_of("env-default")["config_watch"]
                 load = (await app.client.get("/api/metrics/monitor-load")).json()
         finally:
             server_factory.stop(server)

@@ -57,11 +57,11 @@ class TestSlowlogLength:
             connection_id = (await watcher.wait_for(MemoryReading)).connection_id
 
             async def several_passes() -> bool:
-                loop = app.services.supervisor.loops_of(connection_id).get("slowlog")
+                loop = app.features.supervisor.loops_of(connection_id).get("slowlog")
                 return loop is not None and loop.ticks >= 5
 
             await eventually(several_passes)
-            slowlog_loop = app.services.supervisor.loops_of(connection_id)["slowlog"]
+            slowlog_loop = app.features.supervisor.loops_of(connection_id)["slowlog"]
             failures = slowlog_loop.failures
             entries = (await app.client.get("/api/slowlog-analytics/entries")).json()
         assert watcher.of(SlowlogLength) == []

@@ -125,7 +125,7 @@ class TestPrometheusFamily:
         connection = await rising(api)
 
         async def registered() -> bool:  # the scrape's list of push connections has it
-            pushed = api.services.metrics_receiver.push_connections()
+            pushed = api.features.metrics_receiver.push_connections()
             return any(c.id == connection for c in pushed)
 
         await eventually(registered)

@@ -222,7 +222,7 @@ class TestPushConnections:
         connection = await api.services.connections.get(made.json()["id"])
         with pytest.raises(NeedsLiveConnection):
             await analytics(api).run(connection)
-        await api.services.supervisor.reconcile()
-        assert api.services.supervisor.loops_of(connection.id) == {}
+        await api.features.supervisor.reconcile()
+        assert api.features.supervisor.loops_of(connection.id) == {}
         polled = await default_connection(api)
-        assert "key_analytics" in api.services.supervisor.loops_of(polled.id)
+        assert "key_analytics" in api.features.supervisor.loops_of(polled.id)

@@ -274,7 +274,7 @@ async def test_engine_versions_follow_the_spec_and_tell_the_cve_hook(
     connection_id = await register(app)
     scans: list[tuple[str, str, str]] = []
 
-    cve = app.services.cve
+    cve = app.features.cve
     told_cve = cve.on_pushed_version
 
     async def scanner(cid: str, engine: str, version: str) -> None:
@@ -365,8 +365,8 @@ async def test_push_connections_take_no_credentials_and_own_their_address(
     assert sorted(c["source"] for c in listed) == ["poll", "push"]
     # Never polled: the supervisor runs no loop for it.
     pushed_id = next(c["id"] for c in listed if c["source"] == "push")
-    await app.services.supervisor.reconcile()
-    assert app.services.supervisor.loops_of(pushed_id) == {}
+    await app.features.supervisor.reconcile()
+    assert app.features.supervisor.loops_of(pushed_id) == {}
     # Renaming keeps it a push connection; credentials still refused on edit.
     renamed = await client.put(f"/api/connections/{pushed_id}", json={"name": "edge"})
     assert renamed.status_code == 200

@@ -36,7 +36,7 @@ async def cycles_pass(app: RunningApp, count: int = CYCLES) -> None:
     """Wait until every poll kind has run `count` more passes."""
 
     def loops() -> dict[str, Any]:
-        return dict(app.services.supervisor.loops_of("env-default"))
+        return dict(app.features.supervisor.loops_of("env-default"))
 
     async def started() -> bool:
         return all(k in loops() for k in KINDS)
@@ -94,7 +94,7 @@ class TestPollsWithoutACommand:
             await cycles_pass(app)
             caps = await capabilities(app)
             costs = await sent(app)
-            loops = app.services.supervisor.loops_of("env-default")
+            loops = app.features.supervisor.loops_of("env-default")
             failures = {k: loops[k].failures for k in KINDS}
         assert caps == {
             "hasCommandLog": True,

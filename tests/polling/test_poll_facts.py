@@ -291,7 +291,7 @@ class TestForgetting:
             await facts_of(app, SlowlogFacts, connection_id=connection_id)
             await facts_of(app, AclFacts, connection_id=connection_id)
 
-            supervisor, live = app.services.supervisor, app.services.live_state
+            supervisor, live = app.features.supervisor, app.services.live_state
             old_loop = supervisor.loops_of(connection_id)["clients"]
             await app.client.put(f"/api/connections/{connection_id}", json={"name": "renamed"})
 

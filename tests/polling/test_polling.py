@@ -95,7 +95,7 @@ class TestUpAndDown:
         server = restartable[0]
         async with memory_app_factory(**FAST, DB_HOST=HOST, DB_PORT=server.port) as app:
             events = app.services.bus.subscribe("test")
-            health = app.services.instance_health
+            health = app.features.instance_health
 
             async def is_up() -> bool:
                 return health.get("env-default").up is True
@@ -125,7 +125,7 @@ class TestUpAndDown:
                 "/api/connections", json={"name": "other", "host": HOST, "port": valkey_server.port}
             )
             other_id = other.json()["id"]
-            supervisor, health = app.services.supervisor, app.services.instance_health
+            supervisor, health = app.features.supervisor, app.features.instance_health
 
             async def both_polled() -> bool:
                 return bool(supervisor.loops_of(other_id)) and health.get("env-default").up is True
@@ -158,7 +158,7 @@ class TestRuntimeIntervals:
         self, memory_app_factory: AppFactory
     ):
         async with memory_app_factory(ANOMALY_POLL_INTERVAL_MS=5000) as app:
-            supervisor = app.services.supervisor
+            supervisor = app.features.supervisor
 
             async def polling() -> bool:
                 return bool(supervisor.loops_of("env-default"))

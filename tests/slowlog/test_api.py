@@ -76,7 +76,7 @@ def keys_of(rows: list[dict[str, Any]]) -> list[str]:
 
 
 async def ticks_pass(app: RunningApp, kind: str, count: int, connection: str = "env-default"):
-    supervisor = app.services.supervisor
+    supervisor = app.features.supervisor
 
     async def started() -> bool:
         return kind in supervisor.loops_of(connection)

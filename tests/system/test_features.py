@@ -5,10 +5,14 @@ import contextlib
 from collections.abc import AsyncIterator
 
 import httpx
+from google.rpc.status_pb2 import Status
 
 from svc_monitor.app import create_app
 from tests.fixtures.app import make_settings, target_of
 from tests.fixtures.servers import RunningServer
+from tests.otlp.push_payloads import at, body, gauge, point, resource
+
+METRICS = "/v1/external/metrics"
 
 
 @contextlib.asynccontextmanager
@@ -44,3 +48,28 @@ class TestFeaturesInBackground:
             missing = await client.get("/api/no-such-route")
         assert missing.status_code == 404
         assert missing.json()["statusCode"] == 404
+
+
+class TestPushesWhileStarting:
+    async def test_a_push_before_the_receiver_is_built_is_told_to_retry(
+        self, valkey_server: RunningServer
+    ):
+        # The receiver is built with the features: until then a push is a 503 in the OTLP
+        # error shape with Retry-After (senders retry it), never a 500 or a lost point.
+        payload = body(resource(at("10.0.0.9", 6379), gauge("redis.memory.used", point(1))))
+        headers = {"Content-Type": "application/x-protobuf"}
+        async with background_app(valkey_server) as client:
+            answers = []
+            for _ in range(100):
+                answers.append(await client.post(METRICS, content=payload, headers=headers))
+                if answers[-1].status_code == 200:
+                    break
+                await asyncio.sleep(0.05)
+        assert answers[-1].status_code == 200
+        for early in answers[:-1]:
+            assert early.status_code == 503
+            assert early.headers["retry-after"] == "1"
+            assert early.headers["content-type"] == "application/x-protobuf"
+            status = Status()
+            status.ParseFromString(early.content)
+            assert "starting" in status.message

@@ -5,11 +5,11 @@ from typing import Annotated
 from fastapi import Depends
 
 from svc_monitor.anomaly.service import AnomalyService
-from svc_monitor.api.dependencies import ServicesDep
+from svc_monitor.api.dependencies import FeaturesDep
 
 
-def get_anomaly(services: ServicesDep) -> AnomalyService:
-    return services.anomaly
+def get_anomaly(features: FeaturesDep) -> AnomalyService:
+    return features.anomaly
 
 
 AnomalyDep = Annotated[AnomalyService, Depends(get_anomaly)]

@@ -4,12 +4,12 @@ from typing import Annotated
 
 from fastapi import Depends
 
-from svc_monitor.api.dependencies import ServicesDep
+from svc_monitor.api.dependencies import FeaturesDep
 from svc_monitor.cve.service import CveService
 
 
-def get_cve(services: ServicesDep) -> CveService:
-    return services.cve
+def get_cve(features: FeaturesDep) -> CveService:
+    return features.cve
 
 
 CveDep = Annotated[CveService, Depends(get_cve)]

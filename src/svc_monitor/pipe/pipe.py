@@ -1,5 +1,5 @@
 """The one entry of the pipe. Every Observation and every fact, polled or pushed, goes
-through here to the consumers listed when the app was composed (app.py), so a feature
+through here to the consumers listed when the app was composed (watching.py), so a feature
 written once serves both, and who takes what can be read in one place."""
 
 from collections.abc import Sequence

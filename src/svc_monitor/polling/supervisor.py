@@ -78,13 +78,6 @@ class PollSupervisor:
         self._stopping = True
         self._wake_sleepers()
 
-    def add_kinds(self, kinds: Sequence[PollKind]) -> None:
-        """Poll these kinds too, from now on, for every connection polled and to come."""
-        for kind in kinds:
-            self._kinds.append(kind)
-            for polled in self._polled.values():
-                self._start_kind(polled, kind)
-
     def polled_connections(self) -> list[Connection]:
         """The connections polled now (the registry as of the last reconcile, less those
         whose password cannot be read), without a query: a scrape asks on every request."""

@@ -30,7 +30,7 @@ from fastapi.responses import JSONResponse
 from svc_monitor.api.dependencies import get_services
 from svc_monitor.api.error_responses import error_body
 from svc_monitor.config import Settings
-from svc_monitor.errors import AppError
+from svc_monitor.errors import AppError, Unavailable
 
 if TYPE_CHECKING:
     from google.protobuf.message import Message
@@ -86,9 +86,17 @@ async def receive_metrics(request: Request) -> Response:
     )
 
     services = get_services(request)
-    return await handle_export(
-        request, services.settings, ExportMetricsServiceRequest, services.metrics_receiver.ingest
-    )
+
+    async def ingest(message: ExportMetricsServiceRequest) -> "Message":
+        features = request.app.state.features
+        if features is None:  # the receiver is built with the features, just after start
+            starting = Unavailable("svc-monitor is still starting; retry in a moment")
+            starting.headers = {"Retry-After": "1"}
+            raise starting
+        response: Message = await features.metrics_receiver.ingest(message)
+        return response
+
+    return await handle_export(request, services.settings, ExportMetricsServiceRequest, ingest)
 
 
 # Other methods on the receivers: without these routes the UI's GET catch-all would claim

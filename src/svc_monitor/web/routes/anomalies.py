@@ -46,7 +46,7 @@ class Panel:
 async def _panel(ui: Ui, connection_id: str | None, show_resolved: bool, **outcome: Any) -> Panel:
     if connection_id is None:
         return Panel([], [], show_resolved, **outcome)
-    anomaly = ui.services.anomaly
+    anomaly = ui.features.anomaly
     resolved = None if show_resolved else False
     groups = await anomaly.groups(
         connection_id, since=None, until=None, pattern=None, resolved=resolved, limit=GROUPS_SHOWN
@@ -71,7 +71,7 @@ async def anomalies_page(request: Request, ui: UiDep) -> HTMLResponse:
     if not license.allows(Feature.ANOMALY_DETECTION):
         locked = FeatureLocked(Feature.ANOMALY_DETECTION, license.tier)
         return ui.page(PAGE, "anomalies/page.html", locked=locked.message, off=False)
-    anomaly = ui.services.anomaly
+    anomaly = ui.features.anomaly
     if not anomaly.enabled:
         return ui.page(PAGE, "anomalies/page.html", locked=None, off=True)
     chosen = request.query_params.getlist("resolved")
@@ -104,7 +104,7 @@ async def _resolve(
     if connection is None:
         raise Conflict("Choose a connection first: anomalies belong to one")
     show_resolved = parse_form(await request.body()).get("resolved", "") != HIDE
-    anomaly = ui.services.anomaly
+    anomaly = ui.features.anomaly
     outcome: dict[str, str]
     try:
         if kind == "group":

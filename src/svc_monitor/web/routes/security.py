@@ -38,7 +38,7 @@ class OverviewRow:
 @router.get("/security")
 async def security_page(ui: UiDep) -> HTMLResponse:
     """Findings per connection, KEV first; end of life; the missing version attribute."""
-    cve = ui.services.cve
+    cve = ui.features.cve
     connections = await ui.services.connections.list()
     scans = await asyncio.gather(*(cve.findings(c) for c in connections))
     rows = []
