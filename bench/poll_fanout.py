@@ -1,57 +1,131 @@
-"""Polling cost: CPU per INFO poll, polls/s per core, and the load we put on each server.
+"""The cost of watching: what polling N real Valkey servers costs us and each server.
 
-Starts N real Valkey servers (default 50) on loopback, registers them all with one
-in-process svc-monitor (memory storage), lets it poll at the default settings for a
-while (default 60 s), and prints:
+Starts N real Valkey servers on loopback (`--hz 1 --save ''`, as idle production servers
+look to us), registers them all with one in-process svc-monitor (memory storage, every
+setting at its default), lets it poll for a while (default 3 minutes) and prints:
 
-  - CPU per INFO poll measured two ways:
-    isolated: back-to-back INFO poll passes (target lookup, INFO round trip, parse,
-      observe, store) against one server, which is the per-poll cost itself;
-    whole process: all CPU the process used at default settings divided by the INFO polls
-      made, which adds the rarer polls (SLOWLOG, commandstats, CLIENT LIST ...), timers,
-      the event loop waking every server every second, and cold caches;
-  - polls/s per core for each (1000 / ms; target: at least 3,000);
-  - commands per minute the monitor sent each server, read from the server's own
-    commandstats (median over servers, by command).
+  - CPU-seconds per minute of the whole process (every thread), and its RSS;
+  - ticks: passes made, and how many started over 10 % of their interval late;
+  - the longest single step of the event loop (a probe that asks to wake every 10 ms);
+  - commands and bytes per minute each server received from us and sent back, read from
+    the server's own INFO stats and commandstats (median over servers, by command).
 
-    .venv/bin/python bench/poll_fanout.py [--servers 50] [--seconds 60]
+    .venv/bin/python bench/poll_fanout.py [--servers 100] [--seconds 180] [--quick]
+
+Targets: 100 servers at most 2.4 CPU-s/min and 120 MB RSS; 1,000 servers under one core
+with no late ticks; at most 80 commands and 220 KB per minute per server.
 """
 
 import argparse
 import asyncio
 import contextlib
+import platform
 import socket
 import statistics
+import subprocess
+import tempfile
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
 
 import httpx
+import psutil
 import uvloop
 
 from svc_monitor.app import create_app
 from svc_monitor.config import Settings, StorageType
 from svc_monitor.engine.info import parse_info
-from svc_monitor.kit.embedded_valkey import EmbeddedValkey
-from svc_monitor.services import Features, Services
+from svc_monitor.kit.embedded_valkey import valkey_binary
+from svc_monitor.services import Services
 
 NOWHERE = "http://127.0.0.1:9"  # the update check must not leave loopback
 
 
-def commandstats(port: int) -> Counter[str]:
-    """The server's own command counts, read over a bare socket: a client library would add
-    its handshake (HELLO, CLIENT SETINFO ...) to the counts it reads."""
+@dataclass
+class Server:
+    """One Valkey started for the bench, and its process."""
+
+    port: int
+    process: subprocess.Popen[bytes]
+
+
+@dataclass(frozen=True)
+class ServerCounts:
+    """What one server has seen so far: commands by name, bytes in and out."""
+
+    commands: Counter[str]
+    bytes_in: int
+    bytes_out: int
+    probe_reply: int  # the size of the reply to this very read, not yet in bytes_out
+
+
+def start_servers(count: int, workdir: Path) -> list[Server]:
+    """Start `count` servers in parallel; each on a port the kernel just gave us."""
+
+    def start(index: int) -> Server:
+        port = _free_port()
+        data = workdir / str(index)
+        data.mkdir()
+        command = [
+            str(valkey_binary()),
+            "--bind", "127.0.0.1", "--port", str(port),
+            "--hz", "1", "--save", "", "--appendonly", "no",
+            "--dir", str(data), "--logfile", str(data / "valkey.log"),
+        ]  # fmt: skip
+        process = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        server = Server(port, process)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            with contextlib.suppress(OSError):
+                read_counts(port)
+                return server
+            time.sleep(0.02)
+        process.kill()
+        raise RuntimeError(f"valkey on port {port} did not start")
+
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        return list(pool.map(start, range(count)))
+
+
+def stop_servers(servers: list[Server]) -> None:
+    for server in servers:
+        with contextlib.suppress(Exception):
+            server.process.terminate()
+    for server in servers:
+        with contextlib.suppress(Exception):
+            server.process.wait(timeout=5)
+
+
+def read_counts(port: int) -> ServerCounts:
+    """The server's own counts, over a bare socket: a client library would add its
+    handshake (HELLO, CLIENT SETINFO ...) to what it reads."""
     with socket.create_connection(("127.0.0.1", port), timeout=5) as conn:
-        conn.sendall(b"*2\r\n$4\r\nINFO\r\n$12\r\ncommandstats\r\n")
+        conn.sendall(b"*3\r\n$4\r\nINFO\r\n$5\r\nstats\r\n$12\r\ncommandstats\r\n")
         reply = b""
         while not _complete(reply):
-            reply += conn.recv(65536)
-    body = reply.split(b"\r\n", 1)[1]
-    counts: Counter[str] = Counter()
-    for name, fields in parse_info(body).sections.get("commandstats", {}).items():
+            chunk = conn.recv(65536)
+            if not chunk:
+                raise OSError("connection closed")
+            reply += chunk
+    info = parse_info(reply.split(b"\r\n", 1)[1])
+    commands: Counter[str] = Counter()
+    for name, fields in info.sections.get("commandstats", {}).items():
         calls = fields.get("calls") if isinstance(fields, dict) else None
         if isinstance(calls, int):
-            counts[name.removeprefix("cmdstat_")] = calls
-    return counts
+            commands[name.removeprefix("cmdstat_")] = calls
+    return ServerCounts(
+        commands=commands,
+        bytes_in=info.get_int("stats", "total_net_input_bytes") or 0,
+        bytes_out=info.get_int("stats", "total_net_output_bytes") or 0,
+        probe_reply=len(reply),
+    )
 
 
 def _complete(reply: bytes) -> bool:
@@ -59,7 +133,33 @@ def _complete(reply: bytes) -> bool:
     return bool(sep) and len(rest) >= int(header[1:]) + 2
 
 
-async def run(servers: list[EmbeddedValkey], seconds: float) -> None:
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class LoopLag:
+    """Asks to wake every 10 ms and keeps how late each wake-up was: the longest single
+    step of the event loop is the longest lag."""
+
+    def __init__(self) -> None:
+        self.lags_ms: list[float] = []
+        self._stop = False
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while not self._stop:
+            asked = loop.time()
+            await asyncio.sleep(0.01)
+            self.lags_ms.append((loop.time() - asked - 0.01) * 1000)
+
+    def stop(self) -> None:
+        self._stop = True
+
+
+async def run(servers: list[Server], seconds: float) -> None:
     settings = Settings(
         _env_file=None,
         STORAGE_TYPE=StorageType.MEMORY,
@@ -73,6 +173,7 @@ async def run(servers: list[EmbeddedValkey], seconds: float) -> None:
     app = create_app(settings)
     services: Services = app.state.services
     transport = httpx.ASGITransport(app=app)
+    process = psutil.Process()
     async with (
         app.router.lifespan_context(app),
         httpx.AsyncClient(transport=transport, base_url="http://bench") as client,
@@ -83,78 +184,93 @@ async def run(servers: list[EmbeddedValkey], seconds: float) -> None:
                 json={"name": f"v{server.port}", "host": "127.0.0.1", "port": server.port},
             )
             response.raise_for_status()
-        features: Features = app.state.features  # installed by the lifespan
-        ids = [c.id for c in await services.connections.list()]
-        await asyncio.sleep(3)  # every loop started and past its first (detecting) pass
+        polls = services.live_state.polls
+        connections = await services.connections.list()
+        # Every connection past its first (detecting) pass before the window opens.
+        deadline = time.monotonic() + 30 + len(servers) / 20
+        while _passes(polls.passes, "info") < len(connections):
+            if time.monotonic() > deadline:
+                raise RuntimeError("not every server was polled within the warm-up")
+            await asyncio.sleep(0.5)
+        await asyncio.sleep(2)
 
-        before = {s.port: commandstats(s.port) for s in servers}
-        info_ticks = sum(features.supervisor.loops_of(i)["info"].ticks for i in ids)
+        lag = LoopLag()
+        lag_task = asyncio.create_task(lag.run())
+        before = [read_counts(s.port) for s in servers]
+        passes_before = dict(polls.passes)
+        late_before = dict(polls.late)
         cpu, wall = time.process_time(), time.perf_counter()
-        await asyncio.sleep(seconds)
+        rss_peak = 0
+        end = wall + seconds
+        while (left := end - time.perf_counter()) > 0:
+            await asyncio.sleep(min(1.0, left))
+            rss_peak = max(rss_peak, process.memory_info().rss)
         cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
-        info_ticks = sum(features.supervisor.loops_of(i)["info"].ticks for i in ids) - info_ticks
-        after = {s.port: commandstats(s.port) for s in servers}
-        isolated_ms = await isolated_info_poll_ms(features, ids[0])
+        passes = {k: n - passes_before.get(k, 0) for k, n in polls.passes.items()}
+        late = {k: n - late_before.get(k, 0) for k, n in polls.late.items()}
+        lag.stop()
+        await lag_task
+        after = [read_counts(s.port) for s in servers]
 
-    per_poll_ms = cpu * 1000 / info_ticks
-    print(
-        f"CPU per INFO poll, isolated: {isolated_ms:.3f} ms -> {1000 / isolated_ms:,.0f} "
-        "polls/s per core (target >= 3,000)"
-    )
-    print(
-        f"{len(servers)} servers, {wall:.0f} s at default settings: {info_ticks} INFO polls "
-        f"({info_ticks / wall:.1f}/s), process CPU {cpu:.2f} s ({cpu / wall * 100:.1f}% of a core)"
-    )
-    print(
-        f"CPU per INFO poll, whole process: {per_poll_ms:.3f} ms -> "
-        f"{1000 / per_poll_ms:,.0f} polls/s per core"
-    )
     minutes = wall / 60
-    sent = {port: after[port] - before[port] for port in after}
-    for counts in sent.values():
-        counts["info"] -= 1  # the `INFO commandstats` that took the first snapshot
-    totals = [sum(counts.values()) / minutes for counts in sent.values()]
+    print(f"{len(servers)} servers, {wall:.0f} s at default settings ({platform.node()})")
     print(
-        "commands per minute sent to each server (median over servers): "
-        f"{statistics.median(totals):.1f}"
+        f"  CPU {cpu / minutes:.2f} CPU-s/min ({cpu / wall * 100:.1f} % of a core), "
+        f"RSS {process.memory_info().rss / 2**20:.0f} MB (peak {rss_peak / 2**20:.0f} MB)"
     )
-    names = {name for counts in sent.values() for name in counts}
-    per_command = {n: statistics.median(c[n] / minutes for c in sent.values()) for n in names}
+    kinds = sorted({kind for _, kind, _ in passes})
+    ticks = {kind: _passes(passes, kind) for kind in kinds}
+    failed = sum(n for (_, _, ok), n in passes.items() if not ok)
+    print(
+        f"  ticks {sum(ticks.values())} ({failed} failed), late {sum(late.values())}: "
+        + ", ".join(f"{kind} {ticks[kind]}/{late.get(kind, 0)} late" for kind in kinds)
+    )
+    lags = sorted(lag.lags_ms)
+    print(
+        f"  event loop lag: p50 {statistics.median(lags):.1f} ms, "
+        f"p99 {lags[int(len(lags) * 0.99)]:.1f} ms, longest {lags[-1]:.1f} ms"
+    )
+    sent = []
+    for b, a in zip(before, after, strict=True):
+        counts = a.commands - b.commands
+        counts["info"] -= 1  # the bench's own read that took `before`
+        sent.append(counts)
+    per_server = [sum(c.values()) / minutes for c in sent]
+    out_kb = [
+        (a.bytes_out - b.bytes_out - b.probe_reply) / 1024 / minutes
+        for b, a in zip(before, after, strict=True)
+    ]
+    in_kb = [(a.bytes_in - b.bytes_in) / 1024 / minutes for b, a in zip(before, after, strict=True)]
+    print(
+        f"  per server per minute (median): {statistics.median(per_server):.1f} commands, "
+        f"{statistics.median(out_kb):.1f} KB returned, {statistics.median(in_kb):.1f} KB sent"
+    )
+    names = {name for counts in sent for name in counts}
+    per_command = {n: statistics.median(c[n] / minutes for c in sent) for n in names}
     for name, rate in sorted(per_command.items(), key=lambda kv: -kv[1]):
         if rate > 0:
-            print(f"  {name:<24} {rate:7.1f}/min")
+            print(f"    {name:<28} {rate:7.1f}/min")
 
 
-async def isolated_info_poll_ms(
-    features: Features, connection_id: str, passes: int = 3000
-) -> float:
-    """CPU ms of one INFO poll pass, run back to back through the real PollLoop.tick."""
-    loop = features.supervisor.loops_of(connection_id)["info"]
-    for _ in range(100):  # warm up
-        await loop.tick()
-    started = time.process_time()
-    for _ in range(passes):
-        await loop.tick()
-    return (time.process_time() - started) * 1000 / passes
+def _passes(passes: dict[tuple[str, str, bool], int], kind: str) -> int:
+    return sum(n for (_, k, _), n in passes.items() if k == kind)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--servers", type=int, default=50)
-    parser.add_argument("--seconds", type=float, default=60.0)
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--servers", type=int, default=100)
+    parser.add_argument("--seconds", type=float, default=180.0)
+    parser.add_argument("--quick", action="store_true", help="5 servers for 10 s")
     args = parser.parse_args()
-    servers: list[EmbeddedValkey] = []
-    try:
-        for _ in range(args.servers):
-            server = EmbeddedValkey()
-            server.start()
-            servers.append(server)
-        # uvloop, as the service runs under uvicorn.
-        uvloop.run(run(servers, args.seconds))
-    finally:
-        for server in servers:
-            with contextlib.suppress(Exception):
-                server.stop()
+    if args.quick:
+        args.servers, args.seconds = 5, 10.0
+    with tempfile.TemporaryDirectory(prefix="poll-fanout-") as workdir:
+        servers = start_servers(args.servers, Path(workdir))
+        try:
+            # uvloop, as the service runs under uvicorn.
+            uvloop.run(run(servers, args.seconds))
+        finally:
+            stop_servers(servers)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ from svc_monitor.info_history.schemas import (
     MemorySnapshot,
     MonitorLoad,
 )
-from svc_monitor.info_history.store import SERIES, MetricsStore, memory_snapshots
+from svc_monitor.info_history.store import ROLLUP_MS, SERIES, MetricsStore, memory_snapshots
 from svc_monitor.kit.records import from_attributes
 from svc_monitor.pipe.observation import Observation
 
@@ -126,11 +126,16 @@ class MetricsService:
 
     async def run_rollups(self, *, every_s: float = 60.0) -> None:
         """Keep the five-minute rollups current; the first pass catches up after a restart."""
+        rolled_until: int | None = None
         while True:
-            try:
-                await self._store.roll_up(now_ms=now_ms())
-            except Exception:  # storage hiccup: the next pass resumes where this one stopped
-                logger.exception("rolling up the INFO history failed")
+            # Nothing new to average until another five minutes have finished.
+            finished = now_ms() // ROLLUP_MS
+            if finished != rolled_until:
+                try:
+                    await self._store.roll_up(now_ms=now_ms())
+                    rolled_until = finished
+                except Exception:  # storage hiccup: the next pass resumes where it stopped
+                    logger.exception("rolling up the INFO history failed")
             self.rollup_passes += 1
             await asyncio.sleep(every_s)
 

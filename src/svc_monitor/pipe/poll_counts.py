@@ -31,6 +31,9 @@ class PollCounts:
     def __init__(self) -> None:
         self.passes: dict[tuple[str, str, bool], int] = {}  # (connection, kind, ok) -> n
         self.durations: dict[str, DurationHistogram] = {}
+        # Passes that started over a tenth of their interval after they were due, by kind:
+        # how an operator (and bench/poll_fanout.py) tells the poller has fallen behind.
+        self.late: dict[str, int] = {}
 
     def record(self, connection_id: str, kind: str, *, seconds: float, ok: bool) -> None:
         key = (connection_id, kind, ok)
@@ -39,6 +42,9 @@ class PollCounts:
         if histogram is None:
             histogram = self.durations[kind] = DurationHistogram()
         histogram.observe(seconds)
+
+    def record_late(self, kind: str) -> None:
+        self.late[kind] = self.late.get(kind, 0) + 1
 
     def forget(self, connection_id: str) -> None:
         for key in [k for k in self.passes if k[0] == connection_id]:

@@ -18,6 +18,8 @@ from svc_monitor.polling.models import PollKind, PollTarget
 logger = logging.getLogger(__name__)
 
 BACKOFF_CAP_S = 30.0
+# A pass that starts later than this share of its interval after it was due is late.
+LATE_SHARE = 0.1
 
 
 class PollLoop:
@@ -34,6 +36,7 @@ class PollLoop:
         on_success: Callable[[], None] | None = None,
         on_failure: Callable[[EngineError], None] | None = None,
         on_pass: Callable[[float, bool], None] | None = None,
+        on_late: Callable[[], None] | None = None,
     ) -> None:
         self.kind = kind
         self._target = target
@@ -44,6 +47,7 @@ class PollLoop:
         self._on_failure = on_failure
         # Told (seconds, ok) after every pass, whatever its outcome: the poll counts.
         self._on_pass = on_pass
+        self._on_late = on_late
         self.failures = 0
         self.last_good_ms: int | None = None
         self.ticks = 0
@@ -80,14 +84,20 @@ class PollLoop:
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
+        due: float | None = None
         while not self.stopped:
             started = loop.time()
+            late = due is not None and started - due > LATE_SHARE * self._interval_s()
+            if late and self._on_late:
+                self._on_late()
             await self.tick()
             jitter = random.uniform(0.9, 1.1)
+            due = started + self._delay_s(jitter)
             # Sleep until the next tick is due; a settings change wakes us to re-plan.
             while (remaining := self._delay_s(jitter) - (loop.time() - started)) > 0:
                 if self.stopped or not await self._changed(remaining):
                     break
+                due = None  # re-planned by a settings change: not late by the old plan
 
     def _delay_s(self, jitter: float) -> float:
         interval = self._interval_s()

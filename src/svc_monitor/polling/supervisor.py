@@ -190,6 +190,7 @@ class PollSupervisor:
             on_pass=lambda seconds, ok: polls.record(
                 connection_id, kind.name, seconds=seconds, ok=ok
             ),
+            on_late=lambda: polls.record_late(kind.name),
         )
 
     async def _supervised(self, loop: PollLoop) -> None:
