@@ -170,7 +170,7 @@ async def run(servers: list[Server], seconds: float) -> None:
         LOG_LEVEL="warning",
         WORKSPACE_DISABLED=True,  # the bench calls the API without signing in
     )
-    app = create_app(settings)
+    app = create_app(settings, freeze_heap=True)  # as the command line runs it
     services: Services = app.state.services
     transport = httpx.ASGITransport(app=app)
     process = psutil.Process()

@@ -2,14 +2,17 @@
 
 One check per connection every CONFIG_WATCH_INTERVAL_MS (polling/config_watch_poll.py):
 
+- `INFO commandstats` first: it tells whether anything could have changed since the last
+  pass, so a quiet server costs one cheap command per pass.
 - `ACL LIST`, diffed with the previous pass: an `AclModified` per user added, removed, or
   whose rule line changed (a new password changes the line too; the line itself, which
-  holds password hashes, is never published).
-- `INFO commandstats`: when the CONFIG SET call count moved, `CONFIG GET *` diffed with the
-  previous snapshot gives a `ConfigChanged` per key. Reading the whole configuration only
-  after a CONFIG SET keeps a quiet server at two cheap commands per pass. Redis 6.2 has no
-  per-subcommand stats: its `cmdstat_config` counts every CONFIG call, our own CONFIG GET
-  included, which is subtracted so our read is not taken for a change on the next pass.
+  holds password hashes, is never published). Asked only when the ACL SETUSER, DELUSER
+  or LOAD counts moved, or the server restarted (its run_id, from the INFO poll, changed);
+  on Redis 6.2, which counts only whole commands (our own ACL LOG included), every pass.
+- When the CONFIG SET call count moved, `CONFIG GET *` diffed with the previous snapshot
+  gives a `ConfigChanged` per key. Redis 6.2 has no per-subcommand stats: its
+  `cmdstat_config` counts every CONFIG call, our own CONFIG GET included, which is
+  subtracted so our read is not taken for a change on the next pass.
 
 The first pass on a connection takes the baseline and publishes nothing. ACL LIST is not
 asked where the identity has no ACL LOG (Redis < 6, or a monitoring user without ACL
@@ -76,6 +79,8 @@ class _Watch:
     users: dict[str, str] | None = None  # user -> rule line; None until the baseline
     config: dict[str, str] | None = None
     config_set_calls: int | None = None  # as counted at the last pass, our own reads added
+    # (run_id, ACL SETUSER + DELUSER + LOAD calls) when the users were last listed.
+    acl_writes: tuple[str | None, int] | None = None
     acl_off: bool = False
     config_off: bool = False
     clients_off: bool = False
@@ -100,9 +105,10 @@ class ConfigWatch:
             watch.identity = identity
             watch.acl_off = watch.config_off = watch.clients_off = False
         by = _Attribution(target, watch, self._live_state)
+        commandstats = await self._commandstats(target, identity, watch)
         # Each part publishes before the next runs: a failure in the CONFIG part must not
         # lose user changes the ACL part has already taken into its baseline.
-        for change, user in await self._user_changes(target, identity, watch):
+        for change, user in await self._user_changes(target, identity, watch, commandstats):
             self._bus.publish(
                 AclModified(
                     connection_id=target.connection_id,
@@ -111,7 +117,7 @@ class ConfigWatch:
                     modified_by=await by.of(_ACL_WRITERS),
                 )
             )
-        for key, old, new in await self._config_changes(target, identity, watch):
+        for key, old, new in await self._config_changes(target, identity, watch, commandstats):
             self._bus.publish(
                 ConfigChanged(
                     connection_id=target.connection_id,
@@ -126,14 +132,50 @@ class ConfigWatch:
         # Removed or edited (maybe to another server, or given new rights): start over.
         self._watches.pop(connection_id, None)
 
-    async def _user_changes(
+    async def _commandstats(
         self, target: _Server, identity: EngineIdentity, watch: _Watch
+    ) -> ParsedInfo | None:
+        """INFO commandstats, from which both parts tell whether anything was written since
+        the last pass; None when neither part can use it, or when it is refused."""
+        for_config = not watch.config_off and identity.capabilities.has_config
+        for_users = self._users_gated(identity, watch)
+        if not (for_config or for_users):
+            return None
+        try:
+            return await target.client.info("commandstats")
+        except EngineResponseError as exc:
+            if not is_refusal(exc):
+                raise
+            watch.config_off = True
+            _stopped(target.connection_id, "INFO commandstats", exc.message)
+            return None
+
+    @staticmethod
+    def _users_gated(identity: EngineIdentity, watch: _Watch) -> bool:
+        # Only where ACL subcommands are counted apart: on Redis < 7 `cmdstat_acl` moves with
+        # our own ACL LIST and ACL LOG too, so every pass lists the users there.
+        has_acl = not watch.acl_off and identity.capabilities.has_acl_log
+        return has_acl and not _counts_whole_command(identity)
+
+    async def _user_changes(
+        self,
+        target: _Server,
+        identity: EngineIdentity,
+        watch: _Watch,
+        commandstats: ParsedInfo | None,
     ) -> list[tuple[str, str]]:
         # Redis < 6 has no ACL, and a user denied ACL LOG is denied ACL LIST too: asking
         # anyway would put our own refusal in the very log the audit poll reports.
         if watch.acl_off or not identity.capabilities.has_acl_log:
             return []
         connection_id = target.connection_id
+        # Users change by ACL SETUSER, DELUSER or LOAD, or by a restart with another ACL
+        # file: while neither count nor run_id moved, the list is the one already held.
+        writes = None
+        if commandstats is not None and self._users_gated(identity, watch):
+            writes = (self._run_id(connection_id), acl_write_calls(commandstats))
+            if watch.users is not None and writes == watch.acl_writes:
+                return []
         try:
             reply = await target.client.execute("ACL", "LIST")
         except EngineResponseError as exc:
@@ -144,26 +186,33 @@ class ConfigWatch:
             return []
         users = parse_acl_list(reply)
         previous, watch.users = watch.users, users
+        watch.acl_writes = writes
         return [] if previous is None else diff_users(previous, users)
 
+    def _run_id(self, connection_id: str) -> str | None:
+        latest = self._live_state.latest(connection_id)
+        return None if latest is None else latest.info.get_str("server", "run_id")
+
     async def _config_changes(
-        self, target: _Server, identity: EngineIdentity, watch: _Watch
+        self,
+        target: _Server,
+        identity: EngineIdentity,
+        watch: _Watch,
+        commandstats: ParsedInfo | None,
     ) -> list[tuple[str, str, str]]:
-        if watch.config_off or not identity.capabilities.has_config:
+        if watch.config_off or not identity.capabilities.has_config or commandstats is None:
             return []
-        connection_id = target.connection_id
+        whole_command = _counts_whole_command(identity)
+        calls = config_set_calls(commandstats, whole_command=whole_command)
+        if watch.config is not None and calls == watch.config_set_calls:
+            return []
         try:
-            info = await target.client.info("commandstats")
-            whole_command = _counts_whole_command(identity)
-            calls = config_set_calls(info, whole_command=whole_command)
-            if watch.config is not None and calls == watch.config_set_calls:
-                return []
             reply = await target.client.execute("CONFIG", "GET", "*")
         except EngineResponseError as exc:
             if not is_refusal(exc):
                 raise
             watch.config_off = True
-            _stopped(connection_id, "INFO commandstats / CONFIG GET", exc.message)
+            _stopped(target.connection_id, "CONFIG GET", exc.message)
             return []
         # On Redis < 7 our CONFIG GET just added one to the count the next pass reads.
         watch.config_set_calls = calls + 1 if whole_command else calls
@@ -261,6 +310,16 @@ def config_set_calls(info: ParsedInfo, *, whole_command: bool) -> int:
     stats = info.get("commandstats", "cmdstat_config" if whole_command else "cmdstat_config|set")
     calls = stats.get("calls") if isinstance(stats, dict) else None
     return calls if isinstance(calls, int) else 0
+
+
+def acl_write_calls(info: ParsedInfo) -> int:
+    """ACL SETUSER, DELUSER and LOAD calls so far, on a server counting subcommands apart."""
+    total = 0
+    for name in ("cmdstat_acl|setuser", "cmdstat_acl|deluser", "cmdstat_acl|load"):
+        stats = info.get("commandstats", name)
+        calls = stats.get("calls") if isinstance(stats, dict) else None
+        total += calls if isinstance(calls, int) else 0
+    return total
 
 
 def modifiers(clients: Iterable[ClientInfo], writers: frozenset[str]) -> str:

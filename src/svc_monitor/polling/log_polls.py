@@ -1,6 +1,9 @@
 """SLOWLOG and COMMANDLOG passes: read the newest entries, store the new ones, and hand
 their facts (lengths, newest id, patterns) to the pipe: Prometheus reads them from live
-state, the slowlog.threshold reading and anomaly detection judge them."""
+state, the slowlog.threshold reading and anomaly detection judge them.
+
+Each pass asks the lengths first and reads only the logs that are not empty: on a quiet
+server most are, and a GET of an empty log was most of what these polls sent."""
 
 import logging
 from typing import Any
@@ -40,19 +43,24 @@ class LogPoller:
             # so a NOPERM user's refusals never pile up in the ACL log we audit.
             return
         connection_id = target.connection.id
-        commands: list[list[Any]] = [["SLOWLOG", "GET", FETCH_COUNT]]
+        length: int | None = None
         if connection_id not in self._length_refused:
-            commands.append(["SLOWLOG", "LEN"])
-        replies = await target.client.try_each(commands)
-        length = self._length(replies[1], connection_id) if len(replies) > 1 else None
-        entries: list[LogEntry] | None = None
-        # A refusal (NOPERM, renamed away on a managed service) leaves nothing to keep, and
-        # is not the instance being down; the INFO poll decides that.
-        if not _refused(replies[0], "SLOWLOG GET", connection_id):
-            entries = await self._caught_up(target, None, parse_log_reply(replies[0]), length)
-            await self._slowlog.record(
-                connection_id, node=target.client.target.address, log_type=None, entries=entries
-            )
+            (reply,) = await target.client.try_each([["SLOWLOG", "LEN"]])
+            length = self._length(reply, connection_id)
+        entries: list[LogEntry] | None = []
+        if length != 0:  # an empty log has nothing to read: no GET, and no reply to parse
+            (reply,) = await target.client.try_each([["SLOWLOG", "GET", FETCH_COUNT]])
+            # A refusal (NOPERM, renamed away on a managed service) leaves nothing to keep,
+            # and is not the instance being down; the INFO poll decides that.
+            entries = None
+            if not _refused(reply, "SLOWLOG GET", connection_id):
+                entries = await self._caught_up(target, None, parse_log_reply(reply), length)
+                await self._slowlog.record(
+                    connection_id,
+                    node=target.client.target.address,
+                    log_type=None,
+                    entries=entries,
+                )
         if entries is None and length is None:
             return
         await self._pipe.put_facts(
@@ -77,17 +85,24 @@ class LogPoller:
         if identity is None or not identity.capabilities.has_command_log:
             return
         connection_id = target.connection.id
-        replies = await target.client.try_each(
-            [
-                *(["COMMANDLOG", "GET", FETCH_COUNT, log_type] for log_type in LOG_TYPES),
-                *(["COMMANDLOG", "LEN", log_type] for log_type in LOG_TYPES),
-            ]
+        lengths = await target.client.try_each(
+            [["COMMANDLOG", "LEN", log_type] for log_type in LOG_TYPES]
         )
-        failed = next((r for r in replies if isinstance(r, EngineError)), None)
-        gets, lengths = replies[: len(LOG_TYPES)], replies[len(LOG_TYPES) :]
-        read: dict[LogType, list[LogEntry]] = {}
-        for log_type, reply, length in zip(LOG_TYPES, gets, lengths, strict=True):
-            if isinstance(reply, EngineError):
+        # An empty log has nothing to read: GET only the others (a LEN that failed too).
+        wanted = [t for t, length in zip(LOG_TYPES, lengths, strict=True) if length != 0]
+        replies = (
+            await target.client.try_each(
+                [["COMMANDLOG", "GET", FETCH_COUNT, log_type] for log_type in wanted]
+            )
+            if wanted
+            else []
+        )
+        gets = dict(zip(wanted, replies, strict=True))
+        failed = next((r for r in (*lengths, *gets.values()) if isinstance(r, EngineError)), None)
+        read: dict[LogType, list[LogEntry]] = {t: [] for t in LOG_TYPES if t not in gets}
+        for log_type, length in zip(LOG_TYPES, lengths, strict=True):
+            reply = gets.get(log_type)
+            if reply is None or isinstance(reply, EngineError):
                 continue
             read[log_type] = await self._caught_up(
                 target,
