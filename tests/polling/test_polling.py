@@ -225,3 +225,25 @@ class TestMonitorLoad:
         assert info["avgMs"] > 0
         assert body["totalCalls"] >= info["calls"]
         assert body["perMinute"] > 0
+
+    async def test_a_standalone_server_gets_no_cluster_passes(self, memory_app_factory: AppFactory):
+        # The cluster poll has nothing to do on a standalone server: once the server is
+        # detected, no pass is made or counted, though it shares the INFO cadence.
+        async with memory_app_factory(**FAST) as app:
+            polls = app.services.live_state.polls
+
+            def passes(kind: str) -> int:
+                return sum(n for (_, k, _), n in polls.passes.items() if k == kind)
+
+            async def detected_and_polled() -> bool:
+                return passes("info") >= 3
+
+            await eventually(detected_and_polled)
+            cluster_before, info_before = passes("cluster"), passes("info")
+
+            async def ten_more_info_passes() -> bool:
+                return passes("info") >= info_before + 10
+
+            await eventually(ten_more_info_passes)
+            assert passes("cluster") == cluster_before
+            assert cluster_before <= 1  # at most the one before detection finished

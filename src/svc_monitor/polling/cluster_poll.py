@@ -10,7 +10,13 @@ def cluster_kind(clusters: ClusterService) -> PollKind:
     async def poll(target: PollTarget) -> None:
         await clusters.poll(target.connection, target.client, target.identity)
 
-    return PollKind(name="cluster", interval_ms=_interval, poll=poll, forget=clusters.forget)
+    return PollKind(
+        name="cluster",
+        interval_ms=_interval,
+        poll=poll,
+        forget=clusters.forget,
+        applies=lambda identity: identity.cluster_enabled,
+    )
 
 
 def _interval(values: RuntimeSettingsValues, _: Settings) -> int:

@@ -18,6 +18,9 @@ from svc_monitor.polling.models import PollKind, PollTarget
 logger = logging.getLogger(__name__)
 
 BACKOFF_CAP_S = 30.0
+# How often a kind that does not apply to the detected engine looks again (the identity
+# changes only with a reconnect, which detects afresh).
+IDLE_RECHECK_S = 5.0
 # A pass that starts later than this share of its interval after it was due is late.
 LATE_SHARE = 0.1
 
@@ -52,6 +55,8 @@ class PollLoop:
         self.last_good_ms: int | None = None
         self.ticks = 0
         self.stopped = False
+        # The last look found the kind does not apply to the detected engine.
+        self.idle = False
 
     def stop(self) -> None:
         """Ask the loop to end. Cancellation alone is not enough: a client library can
@@ -61,12 +66,17 @@ class PollLoop:
 
     async def tick(self) -> None:
         """One pass under the deadline; failures are counted, never raised."""
-        self.ticks += 1
         started = time.perf_counter()
         ok = False
+        self.idle = False
         try:
             async with asyncio.timeout(self._deadline_s):
-                await self.kind.poll(await self._target())
+                target = await self._target()
+                self.idle = self._does_not_apply(target)
+                if self.idle:
+                    return  # no pass: nothing sent, nothing counted
+                self.ticks += 1
+                await self.kind.poll(target)
             ok = True
         except EngineError as exc:
             self._failed(exc)
@@ -74,7 +84,7 @@ class PollLoop:
             self._failed(EngineTimeout(f"{self.kind.name} poll took over {self._deadline_s:g} s"))
         finally:
             # A crash (a bug) counts as a failed pass too, before the supervisor restarts us.
-            if self._on_pass:
+            if self._on_pass and not self.idle:
                 self._on_pass(time.perf_counter() - started, ok)
         if ok:
             self.failures = 0
@@ -99,8 +109,16 @@ class PollLoop:
                     break
                 due = None  # re-planned by a settings change: not late by the old plan
 
+    def _does_not_apply(self, target: PollTarget) -> bool:
+        applies = self.kind.applies
+        identity = target.identity
+        # Not detected yet (or down): the pass runs, and the kind's own poll decides.
+        return applies is not None and identity is not None and not applies(identity)
+
     def _delay_s(self, jitter: float) -> float:
         interval = self._interval_s()
+        if self.idle:
+            return max(interval, IDLE_RECHECK_S)
         if not self.failures:
             return interval
         backoff: float = min(interval * 2 ** (self.failures - 1), max(interval, BACKOFF_CAP_S))
