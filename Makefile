@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint bench clean
+.PHONY: install run test lint bench bench-quick clean
 
 install: $(STAMP)
 
@@ -28,8 +28,13 @@ lint: install
 	$(BIN)/mypy src tests bench scripts
 	$(BIN)/lint-imports --no-cache
 
+# Every script in bench/ at its own sizes, one after another: the figures the README quotes.
 bench: install
-	$(BIN)/python bench/startup.py
+	$(BIN)/python bench/run_all.py
+
+# The same at tiny sizes, in a minute or two: proves each bench still runs, not its figures.
+bench-quick: install
+	$(BIN)/python bench/run_all.py --quick
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -10,8 +10,10 @@ Prints:
     an SQLite file and PostgreSQL (when reachable on 127.0.0.1:5432).
 
 Everything runs in this process against a Valkey it starts on a free loopback port.
+--quick runs a few requests over 1,000 entries: it checks that the bench runs, its
+figures mean nothing.
 
-    .venv/bin/python bench/auth.py [--requests 400]
+    .venv/bin/python bench/auth.py [--requests 400] [--quick]
 """
 
 import argparse
@@ -86,7 +88,7 @@ async def median_ms(client: httpx.AsyncClient, path: str, requests: int, **kw: A
     return statistics.median(times)
 
 
-async def access_costs(port: int, requests: int) -> None:
+async def access_costs(port: int, requests: int, logins: int) -> None:
     async with app_client(settings(port, WORKSPACE_DISABLED=True)) as (_, open_client):
         off = await median_ms(open_client, "/api/connections", requests)
     clock = Clock()
@@ -103,7 +105,9 @@ async def access_costs(port: int, requests: int) -> None:
             started = time.perf_counter()
             assert (await client.get("/api/connections")).status_code == 200
             rechecked.append((time.perf_counter() - started) * 1000)
-        secret = (await client.post("/api/tokens", json={"name": "bench"})).json()["token"]
+        created = await client.post("/api/tokens", json={"name": "bench"})
+        assert created.status_code == 201, created.text
+        secret = created.json()["token"]
         bearer = await median_ms(
             client,
             "/api/connections",
@@ -111,24 +115,24 @@ async def access_costs(port: int, requests: int) -> None:
             headers={"Authorization": f"Bearer {secret}"},
             cookies={},
         )
-        logins = []
-        for _ in range(10):
+        times = []
+        for _ in range(logins):
             started = time.perf_counter()
             answer = await client.post(
                 "/api/auth/login", json={"email": "owner@bench.test", "password": PASSWORD}
             )
-            logins.append((time.perf_counter() - started) * 1000)
-            assert answer.status_code == 200
+            times.append((time.perf_counter() - started) * 1000)
+            assert answer.status_code == 200, answer.text
     print("GET /api/connections, median of", requests)
     print(f"  user control off:              {off:6.2f} ms")
     print(f"  session cookie (cached):       {cached:6.2f} ms (+{cached - off:.2f})")
     recheck = statistics.median(rechecked)
     print(f"  session cookie (re-checked):   {recheck:6.2f} ms (+{recheck - off:.2f})")
     print(f"  personal API token:            {bearer:6.2f} ms (+{bearer - off:.2f})")
-    print(f"sign-in (argon2id), median of 10: {statistics.median(logins):.1f} ms")
+    print(f"sign-in (argon2id), median of {logins}: {statistics.median(times):.1f} ms")
 
 
-async def activity_read(label: str, config: Settings, requests: int) -> None:
+async def activity_read(label: str, config: Settings, entries: int, requests: int) -> None:
     async with app_client(config) as (app, client):
         claimed = await client.post(
             "/api/auth/register",
@@ -146,7 +150,7 @@ async def activity_read(label: str, config: Settings, requests: int) -> None:
                 "source_ip": "127.0.0.1",
                 "details": "{}",
             }
-            for i in range(ACTIVITY_ROWS)
+            for i in range(entries)
         ]
         await db.run(lambda conn: conn.execute(insert(activity_log), rows))
         newest = await median_ms(client, "/api/workspace/activity?limit=100", requests)
@@ -178,27 +182,27 @@ async def drop_postgres(url: str) -> None:
         await conn.close()
 
 
-async def main(requests: int) -> None:
+async def main(requests: int, logins: int, entries: int, reads: int) -> None:
     valkey = EmbeddedValkey()
     valkey.start()
     try:
-        await access_costs(valkey.port, requests)
-        print(f"GET /api/workspace/activity with {ACTIVITY_ROWS:,} entries, median of 50")
-        await activity_read("memory", settings(valkey.port), 50)
+        await access_costs(valkey.port, requests, logins)
+        print(f"GET /api/workspace/activity with {entries:,} entries, median of {reads}")
+        await activity_read("memory", settings(valkey.port), entries, reads)
         with tempfile.TemporaryDirectory() as tmp:
             sqlite = settings(
                 valkey.port,
                 STORAGE_TYPE="sqlite",
                 STORAGE_SQLITE_FILEPATH=str(Path(tmp) / "bench.db"),
             )
-            await activity_read("sqlite file", sqlite, 50)
+            await activity_read("sqlite file", sqlite, entries, reads)
         url = await postgres_url()
         if url is None:
             print("  postgres     (not reachable on 127.0.0.1:5432: skipped)")
         else:
             try:
                 pg = settings(valkey.port, STORAGE_TYPE="postgres", STORAGE_URL=url)
-                await activity_read("postgres", pg, 50)
+                await activity_read("postgres", pg, entries, reads)
             finally:
                 await drop_postgres(url)
     finally:
@@ -208,5 +212,10 @@ async def main(requests: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=400)
+    parser.add_argument("--quick", action="store_true", help="tiny sizes; its figures mean nothing")
+    args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
-    asyncio.run(main(parser.parse_args().requests))
+    if args.quick:
+        asyncio.run(main(requests=8, logins=2, entries=1_000, reads=3))
+    else:
+        asyncio.run(main(args.requests, logins=10, entries=ACTIVITY_ROWS, reads=50))

@@ -8,9 +8,10 @@ trip, formatting and the activity-log write. The socket's rate limit (50 command
 raised for the run, through CliService's own parameters, so the figure is what the path
 costs rather than the limit. Prints commands/s and the median and p99 round trip. Client
 and server share one process and event loop, so the figures include the client's own
-work: a browser elsewhere sees the server's part plus its network.
+work: a browser elsewhere sees the server's part plus its network. --quick sends a few
+dozen: it checks that the bench runs, its figures mean nothing.
 
-    .venv/bin/python bench/cli_roundtrip.py [--commands 2000]
+    .venv/bin/python bench/cli_roundtrip.py [--commands 2000] [--quick]
 """
 
 import argparse
@@ -107,7 +108,7 @@ async def run_commands(ws: ClientConnection, commands: int) -> list[float]:
     return timings
 
 
-async def main(commands: int) -> None:
+async def main(commands: int, warm_up: int) -> None:
     valkey = EmbeddedValkey()
     valkey.start()
     try:
@@ -133,7 +134,7 @@ async def main(commands: int) -> None:
             async with connect(
                 ws_url, origin=Origin(url), additional_headers={"Cookie": cookie}
             ) as ws:
-                await run_commands(ws, 200)  # warm up
+                await run_commands(ws, warm_up)
                 started = time.perf_counter()
                 timings = await run_commands(ws, commands)
                 elapsed = time.perf_counter() - started
@@ -152,5 +153,9 @@ async def main(commands: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--commands", type=int, default=2000)
+    parser.add_argument("--quick", action="store_true", help="tiny sizes; its figures mean nothing")
     args = parser.parse_args()
-    uvloop.run(main(max(1, min(args.commands, 100_000))))
+    if args.quick:
+        uvloop.run(main(commands=20, warm_up=5))
+    else:
+        uvloop.run(main(max(1, min(args.commands, 100_000)), warm_up=200))

@@ -4,8 +4,9 @@ Prints the median microseconds per call of `svc_monitor.engine.info.parse_info` 
 valkey-py's `valkey._parsers.helpers.parse_info` (what `client.info()` runs through its
 response callback) on the same recorded Valkey 9.1 `INFO everything` reply, as bytes, the
 way each receives it. Repeats alternate between the two so machine noise hits both alike.
+--quick makes two short repeats: it checks that the bench runs, its figures mean nothing.
 
-    .venv/bin/python bench/info_parse.py [--repeats 15] [--reply PATH]
+    .venv/bin/python bench/info_parse.py [--repeats 15] [--reply PATH] [--quick]
 """
 
 import argparse
@@ -31,18 +32,22 @@ DEFAULT_REPLY = (
 )
 
 
-def calls_per_repeat(func: Callable[[], object]) -> int:
-    """Enough calls for one repeat to take about 0.2 s, so timer resolution is moot."""
+def calls_per_repeat(func: Callable[[], object], seconds: float) -> int:
+    """Enough calls for one repeat to take about `seconds`, so timer resolution is moot."""
     timer = timeit.Timer(func)
     number, elapsed = timer.autorange()
-    return max(1, int(number * 0.2 / elapsed))
+    return max(1, int(number * seconds / elapsed))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--reply", type=Path, default=DEFAULT_REPLY)
+    parser.add_argument("--quick", action="store_true", help="tiny sizes; its figures mean nothing")
     args = parser.parse_args()
+    repeat_s = 0.2
+    if args.quick:
+        args.repeats, repeat_s = 2, 0.01
 
     raw = args.reply.read_bytes()
     # Same input, and both must read all of it: a parser that gave up early would win.
@@ -76,7 +81,7 @@ def main() -> None:
         "split only": ours_split_only,
         "poll read": ours_poll_read,
     }
-    numbers = {label: calls_per_repeat(func) for label, func in funcs.items()}
+    numbers = {label: calls_per_repeat(func, repeat_s) for label, func in funcs.items()}
     samples: dict[str, list[float]] = {label: [] for label in funcs}
     for _ in range(args.repeats):
         for label, func in funcs.items():

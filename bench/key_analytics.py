@@ -9,9 +9,10 @@ and paced). Prints p50/p99/max before and during, and the runs' own figures. Tar
 p99 during the scan under 2 ms.
 
 With --unpaced it also runs the same scan with pacing off (no pauses, one pipeline per
-SCAN batch), to show what the pacing buys.
+SCAN batch), to show what the pacing buys. --quick loads 5,000 keys and samples for half
+a second: it checks that the bench runs, its figures mean nothing.
 
-    .venv/bin/python bench/key_analytics.py [--seconds 5] [--sample 10000] [--unpaced]
+    .venv/bin/python bench/key_analytics.py [--seconds 5] [--sample 10000] [--unpaced] [--quick]
 """
 
 import argparse
@@ -36,11 +37,11 @@ KEYS_PER_PATTERN = 20_000
 PING_EVERY_S = 0.0005
 
 
-def load(port: int) -> None:
+def load(port: int, keys_per_pattern: int) -> None:
     client = valkey.Valkey(port=port)
-    for start in range(0, KEYS_PER_PATTERN, 5_000):
+    for start in range(0, keys_per_pattern, 5_000):
         pipe = client.pipeline(transaction=False)
-        for i in range(start, start + 5_000):
+        for i in range(start, min(start + 5_000, keys_per_pattern)):
             pipe.set(f"user:{i}", "u" * (10 + i % 40))
             pipe.hset(f"session:{i:032x}", mapping={"uid": i, "ip": "10.0.0.1"})
             pipe.set(f"cache:page:{i}", "p" * (200 + i % 300))
@@ -145,13 +146,18 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--sample", type=int, default=10_000)
     parser.add_argument("--unpaced", action="store_true")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes; its figures mean nothing")
     args = parser.parse_args()
+    keys_per_pattern = KEYS_PER_PATTERN
+    if args.quick:
+        args.seconds, args.sample, keys_per_pattern = 0.5, 500, 1_000
     server = EmbeddedValkey()
     server.start()
     try:
         started = time.perf_counter()
-        load(server.port)
-        print(f"loaded 100,000 keys in {time.perf_counter() - started:.1f} s")
+        load(server.port, keys_per_pattern)
+        keys = keys_per_pattern * 5
+        print(f"loaded {keys:,} keys in {time.perf_counter() - started:.1f} s")
         with pinging(server.port, args.seconds) as out:
             idle = latency(out.get(timeout=args.seconds + 10))
         print(f"idle server:          {idle}")

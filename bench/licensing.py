@@ -7,9 +7,11 @@ Prints:
     (in-process ASGI, so the figure is the service's own work);
   - online grants per second from the entitlement server (sign + store, SQLite memory).
 
-Everything is in this process; no network beyond loopback-free ASGI calls.
+Everything is in this process; no network beyond loopback-free ASGI calls. User control
+is off: the bench calls the API without signing in. --quick runs a few requests and a
+fraction of a second per rate: it checks that the bench runs, its figures mean nothing.
 
-    .venv/bin/python bench/licensing.py [--requests 2000]
+    .venv/bin/python bench/licensing.py [--requests 2000] [--quick]
 """
 
 import argparse
@@ -54,7 +56,7 @@ def mint(private_pem: str, *, tier: Tier = Tier.ENTERPRISE) -> str:
     )
 
 
-def verifications_per_second(token: str, seconds: float = 2.0) -> float:
+def verifications_per_second(token: str, seconds: float) -> float:
     count, started = 0, time.perf_counter()
     while time.perf_counter() - started < seconds:
         verify(token, now=time.time())
@@ -79,6 +81,7 @@ async def monitor_figures(token: str, requests: int, data_dir: str) -> dict[str,
         "ENTITLEMENT_URL": "http://127.0.0.1:9",
         "RELEASES_URL": "http://127.0.0.1:9",
         "SVC_DATA_DIR": data_dir,
+        "WORKSPACE_DISABLED": True,  # the bench calls the API without signing in
     }
     app = create_app(Settings(_env_file=None, **values))
 
@@ -102,7 +105,7 @@ async def monitor_figures(token: str, requests: int, data_dir: str) -> dict[str,
         }
 
 
-async def grants_per_second(private_pem: str, seconds: float = 3.0) -> float:
+async def grants_per_second(private_pem: str, seconds: float) -> float:
     values: dict[str, Any] = {
         "ENTITLEMENT_STORAGE_TYPE": "memory",
         "ENTITLEMENT_ADMIN_TOKEN": ADMIN,
@@ -119,11 +122,12 @@ async def grants_per_second(private_pem: str, seconds: float = 3.0) -> float:
         created = await client.post(
             "/admin/licenses", json=body, headers={"Authorization": f"Bearer {ADMIN}"}
         )
+        assert created.status_code == 201, created.text
         key = created.json()["key"]
         count, started = 0, time.perf_counter()
         while time.perf_counter() - started < seconds:
             reply = await client.post("/v1/entitlements", json={"licenseKey": key})
-            assert reply.status_code == 200
+            assert reply.status_code == 200, reply.text
             count += 1
         return count / (time.perf_counter() - started)
 
@@ -131,14 +135,18 @@ async def grants_per_second(private_pem: str, seconds: float = 3.0) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=2000)
+    parser.add_argument("--quick", action="store_true", help="tiny sizes; its figures mean nothing")
     args = parser.parse_args()
+    verify_s, grant_s = 2.0, 3.0
+    if args.quick:
+        args.requests, verify_s, grant_s = 20, 0.2, 0.2
     logging.basicConfig(level=logging.ERROR)
     private_pem, public_pem = key_pair(bits=3072)
     with trusted_for_tests(KID, public_pem), tempfile.TemporaryDirectory() as data_dir:
         token = mint(private_pem)
-        rate = verifications_per_second(token)
+        rate = verifications_per_second(token, verify_s)
         figures = asyncio.run(monitor_figures(token, args.requests, data_dir))
-        grants = asyncio.run(grants_per_second(private_pem))
+        grants = asyncio.run(grants_per_second(private_pem, grant_s))
     print(f"RS256 licence verification (3072-bit): {rate:,.0f} per second")
     print(f"GET /api/license/status: median {figures['status']:.3f} ms")
     print(

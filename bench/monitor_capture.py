@@ -12,7 +12,11 @@ directory, so what the capture stores is not counted as process memory). Prints:
     MONITOR client (CLIENT LIST omem), i.e. what the server kept because we were slower;
   - the app's peak resident memory growth during the capture (sampled every 20 ms).
 
+--quick captures for one second after a short lead-in: it checks that the bench runs, its
+figures mean nothing.
+
     .venv/bin/python bench/monitor_capture.py [--seconds 10] [--pipeline 100] [--rate 0]
+        [--quick]
 """
 
 import argparse
@@ -67,7 +71,9 @@ def monitor_omem(conn: valkey.Valkey) -> int:
     return max((int(c["omem"]) for c in clients if c.get("cmd") == "monitor"), default=0)
 
 
-async def run(server: EmbeddedValkey, seconds: float, pipeline: int, rate: int, data: Path) -> None:
+async def run(
+    server: EmbeddedValkey, seconds: float, lead_s: float, pipeline: int, rate: int, data: Path
+) -> None:
     settings = Settings(
         _env_file=None,
         STORAGE_TYPE=StorageType.SQLITE,
@@ -87,11 +93,12 @@ async def run(server: EmbeddedValkey, seconds: float, pipeline: int, rate: int, 
         app.router.lifespan_context(app),
         httpx.AsyncClient(transport=transport, base_url="http://bench") as client,
     ):
+        # The load outlives the capture by 2 s, so the capture's last second is loaded too.
         load = multiprocessing.Process(
-            target=drive, args=(server.port, seconds + 4, pipeline, rate)
+            target=drive, args=(server.port, lead_s + seconds + 2, pipeline, rate)
         )
         load.start()
-        await asyncio.sleep(2)  # the load at full speed before the capture starts
+        await asyncio.sleep(lead_s)  # the load at full speed before the capture starts
         baseline = process.memory_info().rss
         before = processed(probe)
         # Through the service, past the API's caps (100,000 lines, 32 MiB): a flat-out load
@@ -106,9 +113,20 @@ async def run(server: EmbeddedValkey, seconds: float, pipeline: int, rate: int, 
             omem = max(omem, monitor_omem(probe))
             await asyncio.sleep(0.02)
         ran = processed(probe) - before
-        final = (await client.get(f"/api/monitor/sessions/{session_id}")).json()
+        answer = await client.get(f"/api/monitor/sessions/{session_id}")
+        answer.raise_for_status()
+        final = answer.json()
         load.join(timeout=30)
+        if load.exitcode is None:
+            load.terminate()
+            load.join(timeout=10)
     probe.close()  # type: ignore[no-untyped-call]
+    if load.exitcode != 0:  # without its load, the capture measured an idle server
+        raise SystemExit(f"the load process failed (exit code {load.exitcode})")
+    # Truncated is a result: a flat-out load outruns the reader until the server holds
+    # 32 MiB for it. Failed or stopped means the capture broke: its rates mean nothing.
+    if final["status"] not in ("completed", "truncated"):
+        raise SystemExit(f"capture ended {final['status']} ({final['endReason']})")
     elapsed = (final["endedAt"] - final["startedAt"]) / 1000
     lines = final["lineCount"]
     print(f"capture: {final['status']} ({final['endReason']}) after {elapsed:.1f} s")
@@ -126,12 +144,16 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--pipeline", type=int, default=100)
     parser.add_argument("--rate", type=int, default=0, help="commands/s; 0: flat out")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes; its figures mean nothing")
     args = parser.parse_args()
+    lead_s = 2.0
+    if args.quick:
+        args.seconds, lead_s = 1.0, 0.5
     server = EmbeddedValkey()
     server.start()
     try:
         with tempfile.TemporaryDirectory(prefix="svc-bench-monitor-") as data:
-            uvloop.run(run(server, args.seconds, args.pipeline, args.rate, Path(data)))
+            uvloop.run(run(server, args.seconds, lead_s, args.pipeline, args.rate, Path(data)))
     finally:
         with contextlib.suppress(Exception):
             server.stop()

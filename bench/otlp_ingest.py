@@ -30,8 +30,12 @@ concurrent clients POST protobuf exports of 100 spans each (10 traces of 10 span
 spans/s answered 200, the rows found in the sqlite file afterwards, and the CPU the
 server and the clients used (they share the machine).
 
+--quick sends requests of about 128 KiB (still one instance at least) for 0.2 s per points
+figure and spans for half a second: it checks that the bench runs, its figures mean
+nothing.
+
     .venv/bin/python bench/otlp_ingest.py [--seconds 10] [--spans-seconds 10] [--clients 4]
-        [--only points|spans] [--profile]
+        [--only points|spans] [--profile] [--quick]
 """
 
 import argparse
@@ -172,12 +176,12 @@ class Payload:
     instances: list[tuple[str, int]]
 
 
-def build_payload(name: str, encoding: Encoding, *, wide: bool) -> Payload:
-    """As many instances as fit under TARGET_BYTES in `encoding`."""
+def build_payload(name: str, encoding: Encoding, *, wide: bool, target_bytes: int) -> Payload:
+    """As many instances as fit under `target_bytes` in `encoding`, and one at least."""
     now_ns = time.time_ns()
     one = ExportMetricsServiceRequest()
     add_instance(one, "10.0.0.1", 6379, wide=wide, now_ns=now_ns)
-    count = TARGET_BYTES // (len(serialize(one, encoding)) + 4)
+    count = max(1, target_bytes // (len(serialize(one, encoding)) + 4))
     while True:
         request = ExportMetricsServiceRequest()
         instances = [(f"10.{i // 250}.{i % 250 + 1}.1", 6379) for i in range(count)]
@@ -185,7 +189,7 @@ def build_payload(name: str, encoding: Encoding, *, wide: bool) -> Payload:
             add_instance(request, host, port, wide=wide, now_ns=now_ns) for host, port in instances
         )
         body = serialize(request, encoding)
-        if len(body) <= TARGET_BYTES:
+        if len(body) <= target_bytes or count == 1:
             return Payload(name, encoding, body, points, instances)
         count -= 1
 
@@ -259,11 +263,12 @@ async def rate(
 
 
 async def bench_points(args: argparse.Namespace) -> None:
+    size = args.payload_bytes
     payloads = [
-        build_payload("many instances", Encoding.PROTOBUF, wide=False),
-        build_payload("many instances", Encoding.JSON, wide=False),
-        build_payload("wide instances", Encoding.PROTOBUF, wide=True),
-        build_payload("wide instances", Encoding.JSON, wide=True),
+        build_payload("many instances", Encoding.PROTOBUF, wide=False, target_bytes=size),
+        build_payload("many instances", Encoding.JSON, wide=False, target_bytes=size),
+        build_payload("wide instances", Encoding.PROTOBUF, wide=True, target_bytes=size),
+        build_payload("wide instances", Encoding.JSON, wide=True, target_bytes=size),
     ]
     everyone = {address for payload in payloads for address in payload.instances}
     cpu = sorted(os.sched_getaffinity(0))[0]
@@ -483,7 +488,11 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--only", choices=["points", "spans"])
     parser.add_argument("--profile", action="store_true", help="cProfile the protobuf path")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes; its figures mean nothing")
     args = parser.parse_args()
+    args.payload_bytes = TARGET_BYTES
+    if args.quick:
+        args.seconds, args.spans_seconds, args.payload_bytes = 0.2, 0.5, 128 * 1024
     if args.only != "spans":
         uvloop.run(bench_points(args))
     if args.only != "points":

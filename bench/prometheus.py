@@ -8,9 +8,10 @@ while it is scraped, as in production), waits until every connection has been ob
 then scrapes `--scrapes` times in a row over HTTP (ASGI) and prints the median and p99
 (target: p99 under 50 ms at 100 connections), for the standard and the full profile.
 Then it builds the OTLP export requests of the same registry in both modes and prints
-the CPU per node of one cycle (families, conversion, protobuf encoding and gzip).
+the CPU per node of one cycle (families, conversion, protobuf encoding and gzip). --quick
+scrapes 2 connections 3 times: it checks that the bench runs, its figures mean nothing.
 
-    .venv/bin/python bench/prometheus.py [--scrapes 200] [--sizes 1,20,100]
+    .venv/bin/python bench/prometheus.py [--scrapes 200] [--sizes 1,20,100] [--quick]
 """
 
 import argparse
@@ -135,7 +136,7 @@ async def export_cpu_per_node(
     return figures
 
 
-async def run(sizes: list[int], scrapes: int) -> None:
+async def run(sizes: list[int], scrapes: int, export_repeats: int) -> None:
     biggest = max(sizes)
     servers: list[EmbeddedValkey] = []
     try:
@@ -155,7 +156,7 @@ async def run(sizes: list[int], scrapes: int) -> None:
                         f"({body / 1024:,.0f} KiB)"
                     )
                     if profile == "standard" and size == biggest:
-                        cpu = await export_cpu_per_node(prometheus, size, repeats=20)
+                        cpu = await export_cpu_per_node(prometheus, size, export_repeats)
                         for mode, ms in cpu.items():
                             print(f"OTLP export cycle, {mode}: {ms:.3f} ms CPU per node")
     finally:
@@ -167,9 +168,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--scrapes", type=int, default=200)
     parser.add_argument("--sizes", default="1,20,100")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes; its figures mean nothing")
     args = parser.parse_args()
-    sizes = [int(s) for s in args.sizes.split(",")]
-    uvloop.run(run(sizes, args.scrapes))
+    if args.quick:
+        uvloop.run(run([2], scrapes=3, export_repeats=2))
+    else:
+        uvloop.run(run([int(s) for s in args.sizes.split(",")], args.scrapes, export_repeats=20))
 
 
 if __name__ == "__main__":

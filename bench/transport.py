@@ -9,7 +9,10 @@ port (a throwaway CA from trustme, the test dependency), then for each transport
   - poll: INFO round trips on the open connection, median and p99 wall time, and the CPU
     this process spent per INFO (the figure that bounds polls/s per core).
 
-    .venv/bin/python bench/transport.py [--connects 50] [--polls 3000]
+--quick makes a few connects and a few dozen polls: it checks that the bench runs, its
+figures mean nothing.
+
+    .venv/bin/python bench/transport.py [--connects 50] [--polls 3000] [--quick]
 
 The SSH tunnel is left out: its cost is one SSH login per connection (not per poll) plus
 sshd forwarding the bytes, and a real bastion is a system service this script will not
@@ -105,7 +108,10 @@ async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--connects", type=int, default=50)
     parser.add_argument("--polls", type=int, default=3000)
+    parser.add_argument("--quick", action="store_true", help="tiny sizes; its figures mean nothing")
     args = parser.parse_args()
+    if args.quick:
+        args.connects, args.polls = 3, 30
     ca = trustme.CA()
     ca_pem = ca.cert_pem.bytes().decode()
     with tempfile.TemporaryDirectory(prefix="svc-bench-tls-") as directory:
