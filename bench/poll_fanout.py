@@ -10,7 +10,7 @@ setting at its default), lets it poll for a while (default 3 minutes) and prints
   - commands and bytes per minute each server received from us and sent back, read from
     the server's own INFO stats and commandstats (median over servers, by command).
 
-    .venv/bin/python bench/poll_fanout.py [--servers 100] [--seconds 180] [--quick]
+    .venv/bin/python bench/poll_fanout.py [--servers 100 1000] [--seconds 180] [--quick]
 
 Targets: 100 servers at most 2.4 CPU-s/min and 120 MB RSS; 1,000 servers under one core
 with no late ticks; at most 80 commands and 220 KB per minute per server.
@@ -19,7 +19,9 @@ with no late ticks; at most 80 commands and 220 KB per minute per server.
 import argparse
 import asyncio
 import contextlib
+import ctypes
 import platform
+import signal
 import socket
 import statistics
 import subprocess
@@ -40,6 +42,7 @@ from svc_monitor.engine.info import parse_info
 from svc_monitor.kit.embedded_valkey import valkey_binary
 from svc_monitor.services import Services
 
+PR_SET_PDEATHSIG = 1  # prctl: the signal a child gets when its parent dies
 NOWHERE = "http://127.0.0.1:9"  # the update check must not leave loopback
 
 
@@ -62,9 +65,12 @@ class ServerCounts:
 
 
 def start_servers(count: int, workdir: Path) -> list[Server]:
-    """Start `count` servers in parallel; each on a port the kernel just gave us."""
+    """Start `count` servers, each on a port the kernel just gave us, and wait for all.
 
-    def start(index: int) -> Server:
+    Started from this thread: a child asks to die with the thread that started it
+    (PR_SET_PDEATHSIG), so one started from a pool thread would die with that thread."""
+    servers = []
+    for index in range(count):
         port = _free_port()
         data = workdir / str(index)
         data.mkdir()
@@ -79,19 +85,26 @@ def start_servers(count: int, workdir: Path) -> list[Server]:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            preexec_fn=_die_with_parent,  # a bench killed outright leaves no server behind
         )
-        server = Server(port, process)
-        deadline = time.monotonic() + 20
+        servers.append(Server(port, process))
+
+    def ready(server: Server) -> None:
+        deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             with contextlib.suppress(OSError):
-                read_counts(port)
-                return server
-            time.sleep(0.02)
-        process.kill()
-        raise RuntimeError(f"valkey on port {port} did not start")
+                read_counts(server.port)
+                return
+            time.sleep(0.05)
+        raise RuntimeError(f"valkey on port {server.port} did not start")
 
-    with ThreadPoolExecutor(max_workers=16) as pool:
-        return list(pool.map(start, range(count)))
+    try:
+        with ThreadPoolExecutor(max_workers=16) as pool:
+            list(pool.map(ready, servers))
+    except BaseException:
+        stop_servers(servers)
+        raise
+    return servers
 
 
 def stop_servers(servers: list[Server]) -> None:
@@ -131,6 +144,11 @@ def read_counts(port: int) -> ServerCounts:
 def _complete(reply: bytes) -> bool:
     header, sep, rest = reply.partition(b"\r\n")
     return bool(sep) and len(rest) >= int(header[1:]) + 2
+
+
+def _die_with_parent() -> None:
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def _free_port() -> int:
@@ -183,7 +201,8 @@ async def run(servers: list[Server], seconds: float) -> None:
                 "/api/connections",
                 json={"name": f"v{server.port}", "host": "127.0.0.1", "port": server.port},
             )
-            response.raise_for_status()
+            if response.status_code != 201:
+                raise RuntimeError(f"adding a connection: {response.status_code} {response.text}")
         polls = services.live_state.polls
         connections = await services.connections.list()
         # Every connection past its first (detecting) pass before the window opens.
@@ -258,19 +277,20 @@ def _passes(passes: dict[tuple[str, str, bool], int], kind: str) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--servers", type=int, default=100)
+    parser.add_argument("--servers", type=int, nargs="+", default=[100, 1000])
     parser.add_argument("--seconds", type=float, default=180.0)
     parser.add_argument("--quick", action="store_true", help="5 servers for 10 s")
     args = parser.parse_args()
     if args.quick:
-        args.servers, args.seconds = 5, 10.0
-    with tempfile.TemporaryDirectory(prefix="poll-fanout-") as workdir:
-        servers = start_servers(args.servers, Path(workdir))
-        try:
-            # uvloop, as the service runs under uvicorn.
-            uvloop.run(run(servers, args.seconds))
-        finally:
-            stop_servers(servers)
+        args.servers, args.seconds = [5], 10.0
+    for count in args.servers:
+        with tempfile.TemporaryDirectory(prefix="poll-fanout-") as workdir:
+            servers = start_servers(count, Path(workdir))
+            try:
+                # uvloop, as the service runs under uvicorn.
+                uvloop.run(run(servers, args.seconds))
+            finally:
+                stop_servers(servers)
 
 
 if __name__ == "__main__":
