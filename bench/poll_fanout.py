@@ -18,17 +18,12 @@ with no late ticks; at most 80 commands and 220 KB per minute per server.
 
 import argparse
 import asyncio
-import contextlib
-import ctypes
 import platform
-import signal
 import socket
 import statistics
-import subprocess
 import tempfile
 import time
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,22 +31,13 @@ import httpx
 import psutil
 import uvloop
 
+from _servers import LoopLag, Server, start_servers, stop_servers
 from svc_monitor.app import create_app
 from svc_monitor.config import Settings, StorageType
 from svc_monitor.engine.info import parse_info
-from svc_monitor.kit.embedded_valkey import valkey_binary
 from svc_monitor.services import Services
 
-PR_SET_PDEATHSIG = 1  # prctl: the signal a child gets when its parent dies
 NOWHERE = "http://127.0.0.1:9"  # the update check must not leave loopback
-
-
-@dataclass
-class Server:
-    """One Valkey started for the bench, and its process."""
-
-    port: int
-    process: subprocess.Popen[bytes]
 
 
 @dataclass(frozen=True)
@@ -62,58 +48,6 @@ class ServerCounts:
     bytes_in: int
     bytes_out: int
     probe_reply: int  # the size of the reply to this very read, not yet in bytes_out
-
-
-def start_servers(count: int, workdir: Path) -> list[Server]:
-    """Start `count` servers, each on a port the kernel just gave us, and wait for all.
-
-    Started from this thread: a child asks to die with the thread that started it
-    (PR_SET_PDEATHSIG), so one started from a pool thread would die with that thread."""
-    servers = []
-    for index in range(count):
-        port = _free_port()
-        data = workdir / str(index)
-        data.mkdir()
-        command = [
-            str(valkey_binary()),
-            "--bind", "127.0.0.1", "--port", str(port),
-            "--hz", "1", "--save", "", "--appendonly", "no",
-            "--dir", str(data), "--logfile", str(data / "valkey.log"),
-        ]  # fmt: skip
-        process = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            preexec_fn=_die_with_parent,  # a bench killed outright leaves no server behind
-        )
-        servers.append(Server(port, process))
-
-    def ready(server: Server) -> None:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            with contextlib.suppress(OSError):
-                read_counts(server.port)
-                return
-            time.sleep(0.05)
-        raise RuntimeError(f"valkey on port {server.port} did not start")
-
-    try:
-        with ThreadPoolExecutor(max_workers=16) as pool:
-            list(pool.map(ready, servers))
-    except BaseException:
-        stop_servers(servers)
-        raise
-    return servers
-
-
-def stop_servers(servers: list[Server]) -> None:
-    for server in servers:
-        with contextlib.suppress(Exception):
-            server.process.terminate()
-    for server in servers:
-        with contextlib.suppress(Exception):
-            server.process.wait(timeout=5)
 
 
 def read_counts(port: int) -> ServerCounts:
@@ -144,37 +78,6 @@ def read_counts(port: int) -> ServerCounts:
 def _complete(reply: bytes) -> bool:
     header, sep, rest = reply.partition(b"\r\n")
     return bool(sep) and len(rest) >= int(header[1:]) + 2
-
-
-def _die_with_parent() -> None:
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-class LoopLag:
-    """Asks to wake every 10 ms and keeps how late each wake-up was: the longest single
-    step of the event loop is the longest lag."""
-
-    def __init__(self) -> None:
-        self.lags_ms: list[float] = []
-        self._stop = False
-
-    async def run(self) -> None:
-        loop = asyncio.get_running_loop()
-        while not self._stop:
-            asked = loop.time()
-            await asyncio.sleep(0.01)
-            self.lags_ms.append((loop.time() - asked - 0.01) * 1000)
-
-    def stop(self) -> None:
-        self._stop = True
 
 
 async def run(servers: list[Server], seconds: float) -> None:

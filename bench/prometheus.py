@@ -1,17 +1,19 @@
-"""Scrape time of /api/prometheus/metrics with 1, 20 and 100 connections, and the CPU
-time of one OTLP export cycle per node.
+"""Scrape time of /api/prometheus/metrics with 1 to 1,000 connections, what a scrape does
+to the rest of the service meanwhile, and the CPU time of one OTLP export cycle per node.
 
-Starts up to 100 real Valkey servers on loopback, each with keys in three databases and
-a few dozen commands in its commandstats and slow log, registers them with one
-in-process svc-monitor (memory storage, default poll settings: the polls keep running
-while it is scraped, as in production), waits until every connection has been observed,
-then scrapes `--scrapes` times in a row over HTTP (ASGI) and prints the median and p99
-(target: p99 under 50 ms at 100 connections), for the standard and the full profile.
+Starts up to 1,000 real Valkey servers on loopback (`--hz 1 --save ''`), each with keys in
+three databases and a few dozen commands in its commandstats and slow log, registers them
+with one in-process svc-monitor (memory storage, default poll settings: the polls keep
+running while it is scraped, as in production), waits until every connection has been
+observed, then scrapes `--scrapes` times in a row over HTTP (ASGI) and prints the median
+and p99 (target: p99 under 50 ms at 100 connections), for the standard and the full
+profile. Meanwhile `/api/health` is asked every 50 ms (its p99: target under 100 ms) and a
+probe records the longest single step of the event loop (target: about 20 ms).
 Then it builds the OTLP export requests of the same registry in both modes and prints
 the CPU per node of one cycle (families, conversion, protobuf encoding and gzip). --quick
 scrapes 2 connections 3 times: it checks that the bench runs, its figures mean nothing.
 
-    .venv/bin/python bench/prometheus.py [--scrapes 200] [--sizes 1,20,100] [--quick]
+    .venv/bin/python bench/prometheus.py [--scrapes 200] [--sizes 1,20,100,500,1000] [--quick]
 """
 
 import argparse
@@ -19,17 +21,20 @@ import asyncio
 import contextlib
 import gzip
 import statistics
+import tempfile
 import time
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Literal
 
 import httpx
 import uvloop
 import valkey
 
+from _servers import LoopLag, Server, start_servers, stop_servers
 from svc_monitor.app import create_app
 from svc_monitor.config import ExportMode, Settings, StorageType
-from svc_monitor.kit.embedded_valkey import EmbeddedValkey
 from svc_monitor.prometheus.service import PrometheusService
 from svc_monitor.services import Services
 
@@ -58,7 +63,7 @@ def fill(port: int) -> None:
 
 @contextlib.asynccontextmanager
 async def monitor(
-    servers: list[EmbeddedValkey], profile: Literal["standard", "full"]
+    servers: list[Server], profile: Literal["standard", "full"]
 ) -> AsyncIterator[tuple[PrometheusService, httpx.AsyncClient]]:
     settings = Settings(
         _env_file=None,
@@ -111,6 +116,28 @@ async def scrape_times(client: httpx.AsyncClient, scrapes: int) -> tuple[list[fl
     return times, size
 
 
+class HealthProbe:
+    """Asks /api/health every 50 ms and keeps each answer's time: what a load balancer's
+    check sees while the service is being scraped."""
+
+    def __init__(self, client: httpx.AsyncClient) -> None:
+        self._client = client
+        self.times_ms: list[float] = []
+        self._stop = False
+
+    async def run(self) -> None:
+        while not self._stop:
+            started = time.perf_counter()
+            response = await self._client.get("/api/health")
+            self.times_ms.append((time.perf_counter() - started) * 1000)
+            if response.status_code != 200:
+                raise RuntimeError(f"/api/health answered {response.status_code}")
+            await asyncio.sleep(0.05)
+
+    def stop(self) -> None:
+        self._stop = True
+
+
 def p99(values: list[float]) -> float:
     return statistics.quantiles(values, n=100)[98] if len(values) >= 2 else values[0]
 
@@ -136,44 +163,55 @@ async def export_cpu_per_node(
     return figures
 
 
-async def run(sizes: list[int], scrapes: int, export_repeats: int) -> None:
+async def run(servers: list[Server], sizes: list[int], scrapes: int, export_repeats: int) -> None:
     biggest = max(sizes)
-    servers: list[EmbeddedValkey] = []
+    for size in sizes:
+        for profile in PROFILES:
+            async with monitor(servers[:size], profile) as (prometheus, client):
+                await scrape_times(client, 5)  # warm: first-use imports
+                lag, health = LoopLag(), HealthProbe(client)
+                probes = [asyncio.create_task(lag.run()), asyncio.create_task(health.run())]
+                times, body = await scrape_times(client, scrapes)
+                lag.stop()
+                health.stop()
+                await asyncio.gather(*probes)
+                print(
+                    f"{size:>4} connections, {profile:<8}: scrape median "
+                    f"{statistics.median(times):6.2f} ms, p99 {p99(times):6.2f} ms "
+                    f"({body / 1024:,.0f} KiB); longest loop step {max(lag.lags_ms):.0f} ms, "
+                    f"/api/health p99 {p99(health.times_ms):.1f} ms"
+                )
+                if profile == "standard" and size == biggest:
+                    cpu = await export_cpu_per_node(prometheus, size, export_repeats)
+                    for mode, ms in cpu.items():
+                        print(f"OTLP export cycle, {mode}: {ms:.3f} ms CPU per node")
+
+
+def started_and_filled(count: int, workdir: Path) -> list[Server]:
+    servers = start_servers(count, workdir)
     try:
-        for _ in range(biggest):
-            server = EmbeddedValkey()
-            servers.append(server)
-            server.start()
-            fill(server.port)
-        for size in sizes:
-            for profile in PROFILES:
-                async with monitor(servers[:size], profile) as (prometheus, client):
-                    await scrape_times(client, 5)  # warm: first-use imports
-                    times, body = await scrape_times(client, scrapes)
-                    print(
-                        f"{size:>3} connections, {profile:<8}: scrape median "
-                        f"{statistics.median(times):6.2f} ms, p99 {p99(times):6.2f} ms "
-                        f"({body / 1024:,.0f} KiB)"
-                    )
-                    if profile == "standard" and size == biggest:
-                        cpu = await export_cpu_per_node(prometheus, size, export_repeats)
-                        for mode, ms in cpu.items():
-                            print(f"OTLP export cycle, {mode}: {ms:.3f} ms CPU per node")
-    finally:
-        for server in servers:
-            server.stop()
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            list(pool.map(fill, (s.port for s in servers)))
+    except BaseException:
+        stop_servers(servers)
+        raise
+    return servers
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--scrapes", type=int, default=200)
-    parser.add_argument("--sizes", default="1,20,100")
+    parser.add_argument("--sizes", default="1,20,100,500,1000")
     parser.add_argument("--quick", action="store_true", help="tiny sizes; its figures mean nothing")
     args = parser.parse_args()
-    if args.quick:
-        uvloop.run(run([2], scrapes=3, export_repeats=2))
-    else:
-        uvloop.run(run([int(s) for s in args.sizes.split(",")], args.scrapes, export_repeats=20))
+    sizes = [2] if args.quick else [int(s) for s in args.sizes.split(",")]
+    scrapes, repeats = (3, 2) if args.quick else (args.scrapes, 20)
+    with tempfile.TemporaryDirectory(prefix="prometheus-bench-") as workdir:
+        servers = started_and_filled(max(sizes), Path(workdir))
+        try:
+            uvloop.run(run(servers, sizes, scrapes, export_repeats=repeats))
+        finally:
+            stop_servers(servers)
 
 
 if __name__ == "__main__":
