@@ -7,8 +7,10 @@ the collectors app.py lists when it builds this service (the exporters' own coun
 the detectors' families under prometheus/families/).
 """
 
+import asyncio
 import contextlib
 import gc
+import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
@@ -16,6 +18,9 @@ from svc_monitor.config import Settings
 from svc_monitor.connections.models import Connection
 from svc_monitor.events import now_ms
 from svc_monitor.pipe.live_state import LiveState
+
+# The longest a scrape holds the event loop before letting requests and polls run.
+SLICE_S = 0.01
 
 if TYPE_CHECKING:
     from prometheus_client.metrics_core import Metric
@@ -51,20 +56,39 @@ class PrometheusService:
         """Every family of one scrape as prometheus_client families (the OTLP export)."""
         from svc_monitor.prometheus.collector import Rows
 
-        with _collector_paused():
-            return [f.metric() if isinstance(f, Rows) else f for f in self._collect()]
+        built: list[Metric] = []
+        await self._each_family(lambda f: built.append(f.metric() if isinstance(f, Rows) else f))
+        return built
 
     async def render(self) -> bytes:
         """The Prometheus text format (0.0.4) of one scrape."""
-        from svc_monitor.prometheus.text import render
+        from svc_monitor.prometheus.text import write
 
-        with _collector_paused():
-            return render(self._collect())
+        out: list[str] = []
+        await self._each_family(lambda family: write(family, out))
+        return "".join(out).encode()
 
-    def _collect(self) -> list["Rows | Metric"]:
-        """Every family of one scrape, in the order the text shows them. No await
-        inside: a scrape is one uninterrupted step of the loop, so its time does not
-        grow with whatever the polls queue up meanwhile."""
+    async def _each_family(self, take: Callable[["Rows | Metric"], None]) -> None:
+        """Hands `take` every family of one scrape, giving the loop back every SLICE_S.
+
+        At a thousand connections a scrape takes most of a second; as one step of the loop
+        it held every request and poll behind it that long. In slices, the families built
+        after a pause read what the polls stored meanwhile: each is still one moment's
+        values, as a scrape of any exporter is."""
+        families = self._collect()
+        while True:
+            with _collector_paused():
+                deadline = time.perf_counter() + SLICE_S
+                for family in families:
+                    take(family)
+                    if time.perf_counter() >= deadline:
+                        break
+                else:
+                    return
+            await asyncio.sleep(0)
+
+    def _collect(self) -> Iterator["Rows | Metric"]:
+        """Every family of one scrape, in the order the text shows them, built as taken."""
         # Imported on the first use: an install nobody scrapes keeps its ~0.6 MB.
         from svc_monitor.prometheus.collector import LiveStateCollector, ScrapedConnection
 
@@ -80,10 +104,9 @@ class PrometheusService:
             staleness_ms=self._settings.PROMETHEUS_STALENESS_MS,
             full=self.full_profile,
         )
-        found: list[Rows | Metric] = [f for f in collector.collect() if f.samples]
+        yield from (f for f in collector.collect() if f.samples)
         for own in (*self._process_collectors(), *self._collectors):
-            found.extend(own.collect())
-        return found
+            yield from own.collect()
 
     def _process_collectors(self) -> tuple["Collector", ...]:
         if self._process is None:

@@ -23,29 +23,34 @@ _SKIPPED_SUFFIXES = ("_created", "_gsum", "_gcount")
 
 def render(families: Iterable[Rows | Metric]) -> bytes:
     out: list[str] = []
-    append = out.append
     for family in families:
-        if isinstance(family, Rows):
-            _rows(family, out)
-            continue
-        name, kind = family.name, family.type
-        if kind == "counter":
-            name += "_total"
-        elif kind == "info":
-            name += "_info"
-        help_text = family.documentation.replace("\\", r"\\").replace("\n", r"\n")
-        append(f"# HELP {name} {help_text}\n# TYPE {name} {_TYPE_NAMES.get(kind, kind)}\n")
-        skipped = tuple(family.name + suffix for suffix in _SKIPPED_SUFFIXES)
-        for sample in family.samples:
-            if sample.name in skipped:
-                continue
-            labels = sample.labels
-            if labels:
-                pairs = ",".join(f'{k}="{_escape(v)}"' for k, v in sorted(labels.items()))
-                append(f"{sample.name}{{{pairs}}} {_number(sample.value)}\n")
-            else:
-                append(f"{sample.name} {_number(sample.value)}\n")
+        write(family, out)
     return "".join(out).encode()
+
+
+def write(family: Rows | Metric, out: list[str]) -> None:
+    """One family's lines, appended to `out`."""
+    if isinstance(family, Rows):
+        _rows(family, out)
+        return
+    append = out.append
+    name, kind = family.name, family.type
+    if kind == "counter":
+        name += "_total"
+    elif kind == "info":
+        name += "_info"
+    help_text = family.documentation.replace("\\", r"\\").replace("\n", r"\n")
+    append(f"# HELP {name} {help_text}\n# TYPE {name} {_TYPE_NAMES.get(kind, kind)}\n")
+    skipped = tuple(family.name + suffix for suffix in _SKIPPED_SUFFIXES)
+    for sample in family.samples:
+        if sample.name in skipped:
+            continue
+        labels = sample.labels
+        if labels:
+            pairs = ",".join(f'{k}="{_escape(v)}"' for k, v in sorted(labels.items()))
+            append(f"{sample.name}{{{pairs}}} {_number(sample.value)}\n")
+        else:
+            append(f"{sample.name} {_number(sample.value)}\n")
 
 
 def _rows(rows: Rows, out: list[str]) -> None:
