@@ -48,7 +48,8 @@ from svc_monitor.polling.audit_poll import AuditPoller
 from svc_monitor.polling.clients_poll import ClientsPoller
 from svc_monitor.polling.cluster_poll import cluster_kind
 from svc_monitor.polling.commandstats_poll import CommandstatsPoller
-from svc_monitor.polling.config_watch_poll import config_watch_kind
+from svc_monitor.polling.config_watch_poll import config_watch_kind, config_watch_rider
+from svc_monitor.polling.info_rides import InfoRides
 from svc_monitor.polling.key_analytics_poll import KeyAnalyticsPoller
 from svc_monitor.polling.latency_poll import LatencyPoller
 from svc_monitor.polling.log_polls import LogPoller
@@ -111,18 +112,23 @@ def build_features(services: Services) -> Features:
     key_analytics = KeyAnalyticsService(
         key_analytics_store.KeyAnalyticsStore(db), connections, live_state, settings
     )
+    commandstats_poller = CommandstatsPoller(pipe, settings)
+    config_watch = ConfigWatch(bus, live_state)
+    # INFO commandstats read along with INFO where the engine allows it (info_rides.py).
+    rides = InfoRides([commandstats_poller.rider(), config_watch_rider(config_watch, settings)])
     sources = build_sources(
         services,
         pipe,
         consumers,
+        rides=rides,
         kinds=[
             *LogPoller(slowlog, pipe=pipe).kinds(),
             AuditPoller(audit, pipe=pipe).kind(),
             ClientsPoller(client_analytics, pipe=pipe, live_state=live_state).kind(),
-            CommandstatsPoller(pipe).kind(),
+            commandstats_poller.kind(rides),
             LatencyPoller(latency, pipe=pipe).kind(),
             cluster_kind(clusters),
-            config_watch_kind(ConfigWatch(bus, live_state)),
+            config_watch_kind(config_watch, rides),
             KeyAnalyticsPoller(
                 key_analytics, allowed=lambda: services.license.allows(Feature.KEY_ANALYTICS)
             ).kind(),

@@ -26,6 +26,7 @@ from svc_monitor.otlp.ingest.receiver import MetricsReceiver
 from svc_monitor.pipe.health import InstanceHealth
 from svc_monitor.pipe.pipe import Pipe
 from svc_monitor.polling.info_poll import InfoPoller
+from svc_monitor.polling.info_rides import InfoRides
 from svc_monitor.polling.models import PollKind
 from svc_monitor.polling.supervisor import PollSupervisor
 from svc_monitor.services import Services
@@ -107,9 +108,11 @@ def build_sources(
     consumers: Consumers,
     *,
     kinds: Sequence[PollKind],
+    rides: InfoRides | None = None,
 ) -> Sources:
-    """The poll supervisor with the INFO poll and `kinds` (the feature domains' polls), and
-    the OTLP metrics receiver, whose pushed versions the CVE scanner is told of."""
+    """The poll supervisor with the INFO poll (carrying `rides`) and `kinds` (the feature
+    domains' polls), and the OTLP metrics receiver, whose pushed versions the CVE scanner
+    is told of."""
     settings, connections = services.settings, services.connections
     health = InstanceHealth(services.bus)
     supervisor = PollSupervisor(
@@ -120,7 +123,7 @@ def build_sources(
         health=health,
         pipe=pipe,
         live_state=services.live_state,
-        kinds=[InfoPoller(connections, pipe).kind(), *kinds],
+        kinds=[InfoPoller(connections, pipe, rides).kind(), *kinds],
     )
     receiver = MetricsReceiver(
         connections=connections,

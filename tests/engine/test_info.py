@@ -891,3 +891,26 @@ class TestLazySections:
             assert lazy.sections[section] == expected[section]
         assert lazy.skipped_lines == whole.skipped_lines == 0
         assert lazy == whole
+
+
+class TestTakeASection:
+    """One read of several sections, handed out as if each reader had read its own."""
+
+    @pytest.mark.parametrize("name", WORKLOAD_REPLIES)
+    @pytest.mark.parametrize("looked_first", [False, True])
+    def test_the_taken_section_and_the_rest_equal_separate_parses(
+        self, name: str, looked_first: bool
+    ) -> None:
+        whole = parsed(name)
+        expected = dict(parsed(name).sections)
+        if looked_first:  # already parsed, or still lazy: the same either way
+            whole.get("commandstats", "cmdstat_info")
+        taken = whole.take("commandstats")
+        assert dict(taken.sections) == {"commandstats": expected.pop("commandstats")}
+        assert dict(whole.sections) == expected
+        assert whole.get("commandstats", "cmdstat_info") is None
+
+    def test_taking_a_missing_section_takes_nothing(self) -> None:
+        info = parse_info(b"# Server\r\nredis_version:7.0.0\r\n")
+        assert dict(info.take("commandstats").sections) == {}
+        assert dict(info.sections) == {"server": {"redis_version": "7.0.0"}}

@@ -95,8 +95,15 @@ class ConfigWatch:
         self._watches: dict[str, _Watch] = {}
 
     async def check(
-        self, connection_id: str, client: EngineClient, identity: EngineIdentity | None
+        self,
+        connection_id: str,
+        client: EngineClient,
+        identity: EngineIdentity | None,
+        *,
+        commandstats: ParsedInfo | None = None,
     ) -> None:
+        """One pass; `commandstats` is this pass's INFO commandstats when it was already
+        read (along with INFO), else the pass reads it when a part needs it."""
         if identity is None:
             return  # not detected yet: whether ACL exists is unknown
         target = _Server(connection_id, client)
@@ -105,7 +112,8 @@ class ConfigWatch:
             watch.identity = identity
             watch.acl_off = watch.config_off = watch.clients_off = False
         by = _Attribution(target, watch, self._live_state)
-        commandstats = await self._commandstats(target, identity, watch)
+        if commandstats is None:
+            commandstats = await self._commandstats(target, identity, watch)
         # Each part publishes before the next runs: a failure in the CONFIG part must not
         # lose user changes the ACL part has already taken into its baseline.
         for change, user in await self._user_changes(target, identity, watch, commandstats):

@@ -137,6 +137,20 @@ class ParsedInfo:
     def sections(self) -> Mapping[str, dict[str, FieldValue]]:
         return _Sections(self)
 
+    def take(self, name: str) -> "ParsedInfo":
+        """Section `name` moved out into a ParsedInfo of its own (with no sections when
+        this one has none of that name): one read of several sections hands each reader
+        only its part, as if each had read its own."""
+        taken = ParsedInfo({}, 0)
+        fields = self._done.pop(name, None)
+        if fields is not None:
+            taken._done[name] = fields
+        ranges = self._blocks.pop(name, None)
+        if ranges is not None:
+            taken._blocks = {name: ranges}
+            taken._context = self._context
+        return taken
+
     @property
     def skipped_lines(self) -> int:
         for name in list(self._blocks):

@@ -15,7 +15,8 @@ def cluster_kind(clusters: ClusterService) -> PollKind:
         interval_ms=_interval,
         poll=poll,
         forget=clusters.forget,
-        applies=lambda identity: identity.cluster_enabled,
+        # Not detected yet (or down): the pass runs, and finds nothing to do.
+        applies=lambda target: target.identity is None or target.identity.cluster_enabled,
     )
 
 

@@ -1,11 +1,16 @@
-"""One commandstats pass: read INFO commandstats and hand it to the pipe as facts."""
+"""Commandstats into the pipe as facts: read along with INFO where the engine allows it
+(polling/info_rides.py), else by a pass of its own reading INFO commandstats."""
 
 from svc_monitor.config import Settings
+from svc_monitor.engine.info import ParsedInfo
 from svc_monitor.events import now_ms
 from svc_monitor.pipe.facts import CommandstatsFacts
 from svc_monitor.pipe.pipe import Pipe
+from svc_monitor.polling.info_rides import COMMANDSTATS, InfoRider, InfoRides
 from svc_monitor.polling.models import PollKind, PollTarget
 from svc_monitor.runtime_settings.schemas import RuntimeSettingsValues
+
+NAME = "commandstats"
 
 
 class CommandstatsPoller:
@@ -13,15 +18,32 @@ class CommandstatsPoller:
     reading and anomaly detection take it as they take pushed commandstats; failures only
     back off this loop."""
 
-    def __init__(self, pipe: Pipe) -> None:
+    def __init__(self, pipe: Pipe, settings: Settings) -> None:
         self._pipe = pipe
+        self._settings = settings
 
     async def poll(self, target: PollTarget) -> None:
-        info = await target.client.info("commandstats")
-        await self._pipe.put_facts(target.connection.id, CommandstatsFacts(now_ms(), info))
+        info = await target.client.info(COMMANDSTATS)
+        await self._take(target, info, now_ms())
 
-    def kind(self) -> PollKind:
-        return PollKind(name="commandstats", interval_ms=_interval, poll=self.poll)
+    async def _take(self, target: PollTarget, info: ParsedInfo, at_ms: int) -> None:
+        await self._pipe.put_facts(target.connection.id, CommandstatsFacts(at_ms, info))
+
+    def rider(self) -> InfoRider:
+        return InfoRider(
+            name=NAME,
+            section=COMMANDSTATS,
+            interval_s=lambda: self._settings.COMMANDSTATS_POLL_INTERVAL_MS / 1000,
+            take=self._take,
+        )
+
+    def kind(self, rides: InfoRides) -> PollKind:
+        return PollKind(
+            name=NAME,
+            interval_ms=_interval,
+            poll=self.poll,
+            applies=lambda target: not rides.carried(target, NAME),
+        )
 
 
 def _interval(_: RuntimeSettingsValues, settings: Settings) -> int:

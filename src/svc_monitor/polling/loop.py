@@ -18,8 +18,8 @@ from svc_monitor.polling.models import PollKind, PollTarget
 logger = logging.getLogger(__name__)
 
 BACKOFF_CAP_S = 30.0
-# How often a kind that does not apply to the detected engine looks again (the identity
-# changes only with a reconnect, which detects afresh).
+# How often a kind that has nothing to do on a connection looks again (a standalone server
+# becomes a cluster only by a restart, which detects it afresh).
 IDLE_RECHECK_S = 5.0
 # A pass that starts later than this share of its interval after it was due is late.
 LATE_SHARE = 0.1
@@ -55,7 +55,7 @@ class PollLoop:
         self.last_good_ms: int | None = None
         self.ticks = 0
         self.stopped = False
-        # The last look found the kind does not apply to the detected engine.
+        # The last look found the kind has nothing to do on this connection.
         self.idle = False
 
     def stop(self) -> None:
@@ -111,9 +111,7 @@ class PollLoop:
 
     def _does_not_apply(self, target: PollTarget) -> bool:
         applies = self.kind.applies
-        identity = target.identity
-        # Not detected yet (or down): the pass runs, and the kind's own poll decides.
-        return applies is not None and identity is not None and not applies(identity)
+        return applies is not None and not applies(target)
 
     def _delay_s(self, jitter: float) -> float:
         interval = self._interval_s()

@@ -32,9 +32,10 @@ class PollKind:
     interval_ms: Callable[[RuntimeSettingsValues, Settings], int]
     poll: Callable[[PollTarget], Awaitable[None]]
     decides_health: bool = False
-    # Whether the kind has anything to do on an engine so detected (the cluster poll on a
-    # standalone server has not). A pass it would skip is not run at all: the loop looks
-    # again every IDLE_RECHECK_S instead of waking every interval for nothing.
-    applies: Callable[[EngineIdentity], bool] | None = None
+    # Whether the kind has anything to do on this connection now (the cluster poll on a
+    # standalone server has not; commandstats read along with INFO needs no read of its
+    # own). A pass it would skip is not run at all: the loop looks again every
+    # IDLE_RECHECK_S instead of waking every interval for nothing.
+    applies: Callable[[PollTarget], bool] | None = None
     # Called once a connection stops being polled (removed or edited): drop its state.
     forget: Callable[[str], Awaitable[None]] | None = None
