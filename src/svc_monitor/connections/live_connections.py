@@ -26,6 +26,9 @@ logger = logging.getLogger(__name__)
 class _Live:
     target: EngineTarget
     client: EngineClient
+    # The (frozen) connection the target was built from: asked again with the very same
+    # one and no tunnel, the target cannot have changed (every poll pass asks).
+    connection: Connection | None = None
     snapshot: EngineSnapshot | None = None
     detecting: asyncio.Lock = field(default_factory=asyncio.Lock)
 
@@ -64,8 +67,10 @@ class LiveConnections:
         )
 
     def client(self, connection: Connection) -> EngineClient:
-        target = self.target(connection)
         live = self._live.get(connection.id)
+        if live is not None and live.connection is connection and connection.ssh_tunnel is None:
+            return live.client
+        target = self.target(connection)
         if live is None or live.target != target:
             closing = self._close_later(live.client) if live is not None else None
             self.tunnels.retire(connection.id, after=closing)
@@ -73,6 +78,7 @@ class LiveConnections:
             ledger = self._ledgers.setdefault(connection.id, CommandLedger())
             live = _Live(target, self.new_client(target, ledger=ledger))
             self._live[connection.id] = live
+        live.connection = connection
         return live.client
 
     def _warn_if_insecure(self, connection_id: str, target: EngineTarget) -> None:
