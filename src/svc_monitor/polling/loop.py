@@ -97,7 +97,12 @@ class PollLoop:
         due: float | None = None
         while not self.stopped:
             started = loop.time()
-            late = due is not None and started - due > LATE_SHARE * self._interval_s()
+            # An idle loop's look is not a pass: it is never late.
+            late = (
+                due is not None
+                and not self.idle
+                and started - due > LATE_SHARE * self._interval_s()
+            )
             if late and self._on_late:
                 self._on_late()
             await self.tick()
