@@ -32,7 +32,6 @@ class CommandstatsPoller:
     def rider(self) -> InfoRider:
         return InfoRider(
             name=NAME,
-            section=COMMANDSTATS,
             interval_s=lambda: self._settings.COMMANDSTATS_POLL_INTERVAL_MS / 1000,
             take=self._take,
         )

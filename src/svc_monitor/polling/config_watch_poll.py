@@ -6,7 +6,7 @@ the INFO commandstats each check starts from is read along with INFO
 from svc_monitor.config import Settings
 from svc_monitor.detectors.config_watch import ConfigWatch
 from svc_monitor.engine.info import ParsedInfo
-from svc_monitor.polling.info_rides import COMMANDSTATS, InfoRider, InfoRides
+from svc_monitor.polling.info_rides import InfoRider, InfoRides
 from svc_monitor.polling.models import PollKind, PollTarget
 from svc_monitor.runtime_settings.schemas import RuntimeSettingsValues
 
@@ -37,7 +37,6 @@ def config_watch_rider(watch: ConfigWatch, settings: Settings) -> InfoRider:
 
     return InfoRider(
         name=NAME,
-        section=COMMANDSTATS,
         interval_s=lambda: settings.CONFIG_WATCH_INTERVAL_MS / 1000,
         take=take,
     )

@@ -22,20 +22,19 @@ from svc_monitor.polling.models import PollTarget
 
 logger = logging.getLogger(__name__)
 
-# The one section riders read today; a rider names the section it takes.
+# The section riders take: every reader that read its own INFO section read this one.
 COMMANDSTATS = "commandstats"
 
 
 @dataclass(frozen=True, slots=True)
 class InfoRider:
-    """One reader of an INFO section that rides on the INFO poll when it can.
+    """One reader of INFO commandstats that rides on the INFO poll when it can.
 
     `take` gets the section (a ParsedInfo holding only it) and the time it was read; it
     runs inside the INFO pass, so an error it raises is logged, never the INFO poll's.
     """
 
     name: str  # the poll kind that would read it otherwise
-    section: str
     interval_s: Callable[[], float]
     take: Callable[[PollTarget, ParsedInfo, int], Awaitable[None]]
 
