@@ -35,8 +35,11 @@ def passes(app: RunningApp, kind: str) -> int:
     return sum(n for (_, k, _), n in polls.passes.items() if k == kind)
 
 
-async def commandstats_read_times(app: RunningApp, count: int) -> list[int]:
-    """The times of the next `count` commandstats reads handed to the pipe."""
+async def commandstats_read_times(
+    app: RunningApp, count: int, *, with_latest: bool = False
+) -> list[int]:
+    """The times of the next `count` commandstats reads handed to the pipe, after the
+    latest one already there when `with_latest`."""
     seen: list[int] = []
 
     async def collected() -> bool:
@@ -46,7 +49,7 @@ async def commandstats_read_times(app: RunningApp, count: int) -> list[int]:
         return len(seen) > count
 
     await eventually(collected, within=15, every=0.02)
-    return seen[1:]  # the first was already there when we started looking
+    return seen if with_latest else seen[1:]  # the first was there when we started looking
 
 
 class TestRides:
@@ -103,3 +106,21 @@ async def test_a_slow_info_poll_leaves_the_readers_to_their_own_polls(
             await eventually(own_reads, within=15)
     finally:
         server_factory.stop(server)
+
+
+async def test_readers_resume_their_own_reads_on_time_when_info_slows_down(
+    memory_app_factory: AppFactory, server_factory: ServerFactory
+):
+    # A reading spanning a long gap would also blur a spike into everything around it.
+    server = server_factory.start("valkey")
+    try:
+        async with memory_app_factory(**FAST, **target_of(server)) as app:
+            await commandstats_read_times(app, 2)  # carried by INFO by now
+            slowed = await app.client.put("/api/settings", json={"anomalyPollIntervalMs": 5000})
+            assert slowed.status_code == 200, slowed.text
+            times = await commandstats_read_times(app, 3, with_latest=True)
+    finally:
+        server_factory.stop(server)
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    # Carried until 1.5 intervals without, then read by its own poll within half an interval.
+    assert all(gap <= 2400 for gap in gaps), gaps

@@ -6,7 +6,7 @@ from svc_monitor.engine.info import ParsedInfo
 from svc_monitor.events import now_ms
 from svc_monitor.pipe.facts import CommandstatsFacts
 from svc_monitor.pipe.pipe import Pipe
-from svc_monitor.polling.info_rides import COMMANDSTATS, InfoRider, InfoRides
+from svc_monitor.polling.info_rides import COMMANDSTATS, RECHECK_SHARE, InfoRider, InfoRides
 from svc_monitor.polling.models import PollKind, PollTarget
 from svc_monitor.runtime_settings.schemas import RuntimeSettingsValues
 
@@ -42,6 +42,7 @@ class CommandstatsPoller:
             interval_ms=_interval,
             poll=self.poll,
             applies=lambda target: not rides.carried(target, NAME),
+            idle_recheck_share=RECHECK_SHARE,
         )
 
 

@@ -6,7 +6,7 @@ the INFO commandstats each check starts from is read along with INFO
 from svc_monitor.config import Settings
 from svc_monitor.detectors.config_watch import ConfigWatch
 from svc_monitor.engine.info import ParsedInfo
-from svc_monitor.polling.info_rides import InfoRider, InfoRides
+from svc_monitor.polling.info_rides import RECHECK_SHARE, InfoRider, InfoRides
 from svc_monitor.polling.models import PollKind, PollTarget
 from svc_monitor.runtime_settings.schemas import RuntimeSettingsValues
 
@@ -26,6 +26,7 @@ def config_watch_kind(watch: ConfigWatch, rides: InfoRides) -> PollKind:
         poll=poll,
         forget=forget,
         applies=lambda target: not rides.carried(target, NAME),
+        idle_recheck_share=RECHECK_SHARE,
     )
 
 

@@ -24,6 +24,11 @@ logger = logging.getLogger(__name__)
 
 # The section riders take: every reader that read its own INFO section read this one.
 COMMANDSTATS = "commandstats"
+# A rider's own poll, resting while INFO carries it, looks again every half interval: when
+# the carrying stops (INFO slowed down or failing), its own reads resume within two
+# intervals of the last carried one, not after the idle loop's long recheck (a reading
+# that late would also span, and dilute, everything in between).
+RECHECK_SHARE = 0.5
 
 
 @dataclass(frozen=True, slots=True)

@@ -121,7 +121,8 @@ class PollLoop:
     def _delay_s(self, jitter: float) -> float:
         interval = self._interval_s()
         if self.idle:
-            return max(interval, IDLE_RECHECK_S)
+            share = self.kind.idle_recheck_share
+            return interval * share if share is not None else max(interval, IDLE_RECHECK_S)
         if not self.failures:
             return interval
         backoff: float = min(interval * 2 ** (self.failures - 1), max(interval, BACKOFF_CAP_S))

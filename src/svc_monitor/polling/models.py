@@ -37,5 +37,8 @@ class PollKind:
     # own). A pass it would skip is not run at all: the loop looks again every
     # IDLE_RECHECK_S instead of waking every interval for nothing.
     applies: Callable[[PollTarget], bool] | None = None
+    # Looks again after this share of its interval instead: for a kind whose idleness can
+    # end at any pass (a read no longer carried by INFO), so its own reads resume on time.
+    idle_recheck_share: float | None = None
     # Called once a connection stops being polled (removed or edited): drop its state.
     forget: Callable[[str], Awaitable[None]] | None = None
