@@ -3,7 +3,12 @@ their facts (lengths, newest id, patterns) to the pipe: Prometheus reads them fr
 state, the slowlog.threshold reading and anomaly detection judge them.
 
 Each pass asks the lengths first and reads only the logs that are not empty: on a quiet
-server most are, and a GET of an empty log was most of what these polls sent."""
+server most are, and a GET of an empty log was most of what these polls sent.
+
+Where the engine has COMMANDLOG (Valkey 8.1+), SLOWLOG is another name for its `slow` log:
+the same entries, ids and length. The slowlog pass then stores what it read as the
+commandlog's `slow` log as well, and the commandlog pass asks only for the two size logs,
+instead of asking the server for the same log twice a pass."""
 
 import logging
 from typing import Any
@@ -20,6 +25,7 @@ from svc_monitor.slowlog.service import SlowlogService
 
 logger = logging.getLogger(__name__)
 
+SIZE_LOG_TYPES: tuple[LogType, ...] = ("large-request", "large-reply")
 # The most one catch-up read asks for, whatever the server's ring holds: a burst longer
 # than this between two polls keeps its newest entries only.
 CATCH_UP_COUNT = 1024
@@ -55,12 +61,15 @@ class LogPoller:
             entries = None
             if not _refused(reply, "SLOWLOG GET", connection_id):
                 entries = await self._caught_up(target, None, parse_log_reply(reply), length)
-                await self._slowlog.record(
-                    connection_id,
-                    node=target.client.target.address,
-                    log_type=None,
-                    entries=entries,
-                )
+                for log_type in (
+                    (None, "slow") if identity.capabilities.has_command_log else (None,)
+                ):
+                    await self._slowlog.record(
+                        connection_id,
+                        node=target.client.target.address,
+                        log_type=log_type,
+                        entries=entries,
+                    )
         if entries is None and length is None:
             return
         await self._pipe.put_facts(
@@ -85,11 +94,13 @@ class LogPoller:
         if identity is None or not identity.capabilities.has_command_log:
             return
         connection_id = target.connection.id
+        # The slowlog pass reads `slow` under its other name, where the server allows it.
+        log_types = SIZE_LOG_TYPES if identity.capabilities.has_slow_log else LOG_TYPES
         lengths = await target.client.try_each(
-            [["COMMANDLOG", "LEN", log_type] for log_type in LOG_TYPES]
+            [["COMMANDLOG", "LEN", log_type] for log_type in log_types]
         )
         # An empty log has nothing to read: GET only the others (a LEN that failed too).
-        wanted = [t for t, length in zip(LOG_TYPES, lengths, strict=True) if length != 0]
+        wanted = [t for t, length in zip(log_types, lengths, strict=True) if length != 0]
         replies = (
             await target.client.try_each(
                 [["COMMANDLOG", "GET", FETCH_COUNT, log_type] for log_type in wanted]
@@ -99,8 +110,8 @@ class LogPoller:
         )
         gets = dict(zip(wanted, replies, strict=True))
         failed = next((r for r in (*lengths, *gets.values()) if isinstance(r, EngineError)), None)
-        read: dict[LogType, list[LogEntry]] = {t: [] for t in LOG_TYPES if t not in gets}
-        for log_type, length in zip(LOG_TYPES, lengths, strict=True):
+        read: dict[LogType, list[LogEntry]] = {t: [] for t in log_types if t not in gets}
+        for log_type, length in zip(log_types, lengths, strict=True):
             reply = gets.get(log_type)
             if reply is None or isinstance(reply, EngineError):
                 continue
@@ -116,7 +127,7 @@ class LogPoller:
                 log_type=log_type,
                 entries=read[log_type],
             )
-        large_request, large_reply = lengths[1:]
+        large_request, large_reply = lengths[-2:]
         if isinstance(large_request, int) and isinstance(large_reply, int):
             await self._pipe.put_facts(
                 connection_id,
