@@ -53,6 +53,7 @@ from svc_monitor.polling.info_rides import InfoRides
 from svc_monitor.polling.key_analytics_poll import KeyAnalyticsPoller
 from svc_monitor.polling.latency_poll import LatencyPoller
 from svc_monitor.polling.log_polls import LogPoller
+from svc_monitor.polling.size_log_gate import SizeLogGate
 from svc_monitor.prometheus.api import router as prometheus_router
 from svc_monitor.prometheus.families.anomaly import AnomalyCollector
 from svc_monitor.prometheus.families.cve import CveCollector
@@ -122,7 +123,15 @@ def build_features(services: Services) -> Features:
         consumers,
         rides=rides,
         kinds=[
-            *LogPoller(slowlog, pipe=pipe).kinds(),
+            *LogPoller(
+                slowlog,
+                pipe=pipe,
+                gate=SizeLogGate(
+                    live_state,
+                    parameter=config_watch.parameter,
+                    resets=slowlog.commandlog_resets,
+                ),
+            ).kinds(),
             AuditPoller(audit, pipe=pipe).kind(),
             ClientsPoller(client_analytics, pipe=pipe, live_state=live_state).kind(),
             commandstats_poller.kind(rides),

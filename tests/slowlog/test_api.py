@@ -309,31 +309,6 @@ class TestCommandLog:
         assert replies[0]["duration"] >= 5000
         assert keys_of(slow) == [f"{tag}:big", f"{tag}:small"]
 
-    async def test_the_slow_log_is_asked_once_a_pass_under_one_name(
-        self, memory_app_factory: AppFactory, logging_valkey: RunningServer
-    ):
-        # On Valkey, SLOWLOG and COMMANDLOG's `slow` log are one log: the commandlog pass asks
-        # only for the two size logs, and the slow entries still reach both views.
-        tag = new_tag()
-        async with memory_app_factory(**FAST, **target_of(logging_valkey)) as app:
-            with logging_valkey.client() as conn:
-                conn.set(f"{tag}:k", "v")
-
-            async def in_both() -> bool:
-                path = "/api/commandlog-analytics/entries"
-                return bool(await tagged(app, tag)) and bool(
-                    await tagged(app, tag, path, type="slow")
-                )
-
-            await eventually(in_both)
-            await ticks_pass(app, "commandlog", 5)
-            connection = await app.services.connections.get("env-default")
-            costs = app.services.connections.ledger(connection).costs()
-            passes = app.features.supervisor.loops_of("env-default")["commandlog"].ticks
-        # Detection's one probe, then two a pass (a pass counts as it starts, its LENs as
-        # they are answered).
-        assert 1 + 2 * (passes - 1) <= costs["COMMANDLOG LEN"].calls <= 1 + 2 * passes
-
     async def test_live_length_and_reset(
         self, memory_app_factory: AppFactory, logging_valkey: RunningServer
     ):

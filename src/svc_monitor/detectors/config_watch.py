@@ -136,6 +136,14 @@ class ConfigWatch:
                 )
             )
 
+    def parameter(self, connection_id: str, name: str) -> str | None:
+        """A configuration parameter's value as the last CONFIG GET read it; None when not
+        read (CONFIG missing or denied, or no pass yet). At most one pass behind a CONFIG
+        SET, which moves the count every pass checks."""
+        watch = self._watches.get(connection_id)
+        config = watch.config if watch is not None else None
+        return config.get(name) if config is not None else None
+
     def forget(self, connection_id: str) -> None:
         # Removed or edited (maybe to another server, or given new rights): start over.
         self._watches.pop(connection_id, None)

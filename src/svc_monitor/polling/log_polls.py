@@ -17,9 +17,10 @@ from svc_monitor.config import Settings
 from svc_monitor.engine.errors import EngineError, EngineResponseError
 from svc_monitor.engine.slowlog import FETCH_COUNT, LOG_TYPES, LogEntry, LogType, parse_log_reply
 from svc_monitor.events import now_ms
-from svc_monitor.pipe.facts import CommandlogFacts, SlowlogFacts
+from svc_monitor.pipe.facts import CommandlogFacts, PatternCount, SlowlogFacts
 from svc_monitor.pipe.pipe import Pipe
 from svc_monitor.polling.models import PollKind, PollTarget
+from svc_monitor.polling.size_log_gate import SizeLogGate
 from svc_monitor.runtime_settings.schemas import RuntimeSettingsValues
 from svc_monitor.slowlog.service import SlowlogService
 
@@ -34,9 +35,12 @@ CATCH_UP_COUNT = 1024
 class LogPoller:
     """The `slowlog` and `commandlog` poll kinds of every connection."""
 
-    def __init__(self, slowlog: SlowlogService, *, pipe: Pipe) -> None:
+    def __init__(self, slowlog: SlowlogService, *, pipe: Pipe, gate: SizeLogGate) -> None:
         self._slowlog = slowlog
         self._pipe = pipe
+        self._gate = gate
+        # The facts of the last commandlog pass: what a size log left out of a pass holds.
+        self._last_commandlog: dict[str, CommandlogFacts] = {}
         # Connections that refused SLOWLOG LEN: not asked again until forgotten, since
         # each refusal of a NOPERM user would add an entry to the ACL log we audit.
         self._length_refused: set[str] = set()
@@ -94,10 +98,22 @@ class LogPoller:
         if identity is None or not identity.capabilities.has_command_log:
             return
         connection_id = target.connection.id
-        # The slowlog pass reads `slow` under its other name, where the server allows it.
-        log_types = SIZE_LOG_TYPES if identity.capabilities.has_slow_log else LOG_TYPES
-        lengths = await target.client.try_each(
-            [["COMMANDLOG", "LEN", log_type] for log_type in log_types]
+        last = self._last_commandlog.get(connection_id)
+        # The slowlog pass reads `slow` under its other name, where the server allows it; a
+        # size log whose byte counter has not grown by its threshold has nothing new.
+        log_types = [
+            t
+            for t in (SIZE_LOG_TYPES if identity.capabilities.has_slow_log else LOG_TYPES)
+            if t == "slow" or last is None or self._gate.may_have_grown(connection_id, t)
+        ]
+        for log_type in log_types:
+            self._gate.asking(connection_id, log_type)
+        lengths = (
+            await target.client.try_each(
+                [["COMMANDLOG", "LEN", log_type] for log_type in log_types]
+            )
+            if log_types
+            else []
         )
         # An empty log has nothing to read: GET only the others (a LEN that failed too).
         wanted = [t for t, length in zip(log_types, lengths, strict=True) if length != 0]
@@ -113,6 +129,8 @@ class LogPoller:
         read: dict[LogType, list[LogEntry]] = {t: [] for t in log_types if t not in gets}
         for log_type, length in zip(log_types, lengths, strict=True):
             reply = gets.get(log_type)
+            if isinstance(length, EngineError) or isinstance(reply, EngineError):
+                self._gate.forget_log(connection_id, log_type)  # asked again next pass
             if reply is None or isinstance(reply, EngineError):
                 continue
             read[log_type] = await self._caught_up(
@@ -127,24 +145,42 @@ class LogPoller:
                 log_type=log_type,
                 entries=read[log_type],
             )
-        large_request, large_reply = lengths[-2:]
-        if isinstance(large_request, int) and isinstance(large_reply, int):
-            await self._pipe.put_facts(
-                connection_id,
-                CommandlogFacts(
-                    at_ms=now_ms(),
-                    large_request=large_request,
-                    large_reply=large_reply,
-                    large_request_patterns=self._slowlog.pattern_counts(
-                        connection_id, "large-request", read.get("large-request", [])
-                    ),
-                    large_reply_patterns=self._slowlog.pattern_counts(
-                        connection_id, "large-reply", read.get("large-reply", [])
-                    ),
-                ),
-            )
+        answered = dict(zip(log_types, lengths, strict=True))
+        facts = self._commandlog_facts(connection_id, answered, read, last)
+        if facts is not None:
+            self._last_commandlog[connection_id] = facts
+            await self._pipe.put_facts(connection_id, facts)
         if failed is not None:
             raise failed  # the others are stored; the loop backs off and logs it
+
+    def _commandlog_facts(
+        self,
+        connection_id: str,
+        answered: dict[LogType, Any],
+        read: dict[LogType, list[LogEntry]],
+        last: CommandlogFacts | None,
+    ) -> CommandlogFacts | None:
+        """This pass's facts: what a size log answered, or what it held when last asked
+        if it was left out (it cannot have grown since)."""
+        large_request = answered.get("large-request", last.large_request if last else None)
+        large_reply = answered.get("large-reply", last.large_reply if last else None)
+        if not isinstance(large_request, int) or not isinstance(large_reply, int):
+            return None
+
+        def patterns(log_type: LogType) -> tuple[PatternCount, ...]:
+            if log_type not in answered and last is not None:
+                if log_type == "large-request":
+                    return last.large_request_patterns
+                return last.large_reply_patterns
+            return self._slowlog.pattern_counts(connection_id, log_type, read.get(log_type, []))
+
+        return CommandlogFacts(
+            at_ms=now_ms(),
+            large_request=large_request,
+            large_reply=large_reply,
+            large_request_patterns=patterns("large-request"),
+            large_reply_patterns=patterns("large-reply"),
+        )
 
     async def _caught_up(
         self,
@@ -181,6 +217,8 @@ class LogPoller:
         # Removed or edited: the next poll seeds its high-water marks from storage again.
         self._slowlog.forget(connection_id)
         self._length_refused.discard(connection_id)
+        self._last_commandlog.pop(connection_id, None)
+        self._gate.forget(connection_id)
 
     def kinds(self) -> list[PollKind]:
         return [

@@ -11,6 +11,7 @@ unique key on (id, start time) backs this up, so nothing is ever stored twice.
 """
 
 import logging
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
@@ -90,6 +91,9 @@ class SlowlogService:
         self._marks: dict[_MarkKey, Mark | None] = {}
         # The last patterns worked out per (connection, log): a quiet log is not regrouped.
         self._patterns: _PatternMemo = {}
+        # COMMANDLOG resets made through us, per connection: an emptied log is read again
+        # even though its byte counter did not grow (polling/size_log_gate.py).
+        self._commandlog_resets: Counter[str] = Counter()
 
     # --- fed by the polls ---
 
@@ -215,6 +219,10 @@ class SlowlogService:
     async def reset_commandlog(self, connection: Connection, *, log_type: LogType) -> None:
         await self.require_command_log(connection)
         await self._live(connection, "reset commandlog", "COMMANDLOG", "RESET", log_type)
+        self._commandlog_resets[connection.id] += 1
+
+    def commandlog_resets(self, connection_id: str) -> int:
+        return self._commandlog_resets[connection_id]
 
     async def require_command_log(self, connection: Connection) -> None:
         """CommandLogNotSupported when the engine is known to lack COMMANDLOG.
