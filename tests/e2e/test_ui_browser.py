@@ -65,9 +65,10 @@ class TestAddConnection:
                 switcher = page.locator("#connection-select option:checked")
                 await expect(switcher).to_contain_text("Redis under test")
 
-                # The dashboard is now Redis's: its values are INFO's.
+                # The dashboard is now Redis's: its values are INFO's, once the new
+                # connection's first poll (detection, then INFO) has answered.
                 await expect(page.locator('[data-metric="version"] .card-value')).to_have_text(
-                    version
+                    version, timeout=15_000
                 )
                 await expect(page.locator('[data-metric="maxmemory"] .card-value')).to_have_text(
                     "123.0 MiB"
