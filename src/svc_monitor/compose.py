@@ -106,7 +106,13 @@ def build_services(settings: Settings, *, clock: Callable[[], float] = time.time
         webhooks=webhooks,
         webhook_worker=webhook_worker,
         webhook_dispatcher=WebhookDispatcher(
-            bus, webhook_worker, webhooks.active, connections, license, AlertStates()
+            bus,
+            webhook_worker,
+            webhooks.active,
+            connections,
+            license,
+            AlertStates(),
+            may_deliver=webhooks.may_deliver,
         ),
         otlp_stats=otlp_stats,
         otlp_transport=otlp_transport,

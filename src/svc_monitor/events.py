@@ -11,7 +11,7 @@ declared in event_types/, each beside its webhook event type.
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 logger = logging.getLogger(__name__)
@@ -51,16 +51,25 @@ class Subscription:
     """One consumer's bounded queue of events."""
 
     def __init__(
-        self, name: str, maxsize: int, kinds: tuple[type[Event], ...] | None = None
+        self,
+        name: str,
+        maxsize: int,
+        kinds: tuple[type[Event], ...] | None = None,
+        accepts: Callable[[Event], bool] | None = None,
     ) -> None:
         self.name = name
         # The event types this consumer wants; None for all. A consumer that waits for one
         # type must not have its queue filled (and its wanted event pushed out) by readings.
         self.kinds = kinds
+        # Asked of each event of those types at publish time: a consumer that has nothing to
+        # do with an event now is not woken for it.
+        self.accepts = accepts
+        self.offered = 0
         self.dropped = 0
         self._queue: asyncio.Queue[Event] = asyncio.Queue(maxsize)
 
     def offer(self, event: Event) -> None:
+        self.offered += 1
         if self._queue.full():
             self._queue.get_nowait()
             self.dropped += 1
@@ -99,8 +108,9 @@ class EventBus:
         *,
         maxsize: int = 10_000,
         kinds: tuple[type[Event], ...] | None = None,
+        accepts: Callable[[Event], bool] | None = None,
     ) -> Subscription:
-        subscription = Subscription(name, maxsize, kinds)
+        subscription = Subscription(name, maxsize, kinds, accepts)
         self._subscriptions.append(subscription)
         return subscription
 
@@ -109,5 +119,7 @@ class EventBus:
 
     def publish(self, event: Event) -> None:
         for subscription in self._subscriptions:
-            if subscription.kinds is None or isinstance(event, subscription.kinds):
+            if subscription.kinds is not None and not isinstance(event, subscription.kinds):
+                continue
+            if subscription.accepts is None or subscription.accepts(event):
                 subscription.offer(event)

@@ -263,6 +263,25 @@ class TestPerformance:
         assert data["detection"] == "threshold"
 
 
+class TestReadingsWithoutWebhooks:
+    async def test_readings_wait_for_a_webhook_then_a_threshold_fires_at_once(
+        self, fresh: Any, watch: Watching
+    ) -> None:
+        # Every INFO poll publishes its readings; with no webhook enabled they are not
+        # queued for webhooks at all, and the first webhook gets them from the next poll.
+        server = fresh("valkey", config={"maxclients": "20"})
+        async with watch(server) as w:
+            await until_polled(w)
+            dispatcher = w.app.services.webhook_dispatcher
+            queued = dispatcher.queued
+            await asyncio.sleep(1)  # about ten INFO polls
+            assert dispatcher.queued == queued
+            await w.subscribe(["connection.critical"], thresholds={"connectionCriticalPercent": 1})
+            data = (await w.delivered("connection.critical", within=5)).json["data"]
+        assert data["connectedClients"] >= 1
+        assert dispatcher.queued > queued
+
+
 class TestReplication:
     async def test_a_stopped_primary_fires_replication_lag_on_the_replica(
         self, server_factory: ServerFactory, fresh: Any, watch: Watching

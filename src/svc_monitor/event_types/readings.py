@@ -68,6 +68,15 @@ class LatencyReading(InstanceEvent):
     spike_level_ms: float | None = None
 
 
+# Published on every poll of every connection, whether or not anyone is told of them.
+READINGS: tuple[type[InstanceEvent], ...] = (
+    MemoryReading,
+    ClientsReading,
+    ReplicationReading,
+    SlowlogLength,
+    LatencyReading,
+)
+
 # The readings the table's tests build each type from.
 _FULL = MemoryReading(
     connection_id="c1", used_memory=980, maxmemory=1000, maxmemory_policy="noeviction"

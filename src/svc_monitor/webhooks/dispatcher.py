@@ -17,6 +17,7 @@ from typing import Any
 from svc_monitor.connections.service import ConnectionService
 from svc_monitor.errors import NotFound
 from svc_monitor.event_types.base import Measured
+from svc_monitor.event_types.readings import READINGS
 from svc_monitor.event_types.table import candidates
 from svc_monitor.events import ConnectionsChanged, Event, EventBus, InstanceEvent
 from svc_monitor.licensing.models import WEBHOOK_EVENT_TIERS
@@ -55,8 +56,13 @@ class WebhookDispatcher:
         connections: ConnectionService,
         license: LicenseService,
         alerts: AlertStates,
+        may_deliver: Callable[[], bool] = lambda: True,
     ) -> None:
-        self._subscription = bus.subscribe("webhooks")
+        # A reading (every poll of every connection publishes several) is not queued while
+        # no webhook is enabled: an install without webhooks does no work for them.
+        self._subscription = bus.subscribe(
+            "webhooks", accepts=lambda event: not isinstance(event, READINGS) or may_deliver()
+        )
         self._worker = worker
         self._webhooks = webhooks
         self._connections = connections
@@ -64,6 +70,11 @@ class WebhookDispatcher:
         self.alerts = alerts
         self._instances: dict[str, Instance] = {}
         self._handling = False
+
+    @property
+    def queued(self) -> int:
+        """How many events have been queued for webhooks so far."""
+        return self._subscription.offered
 
     @property
     def idle(self) -> bool:

@@ -95,6 +95,15 @@ class WebhookService:
     async def active(self) -> list[Webhook]:
         return list((await self._cached()).values())
 
+    def may_deliver(self) -> bool:
+        """False only while the cached list, still fresh, holds no enabled webhook: the
+        readings every poll publishes then need not reach the dispatcher at all. A stale
+        or emptied cache says True, and the dispatcher's next look refreshes it."""
+        cache = self._cache
+        if cache is None or self._clock() - self._loaded_at >= REFRESH_MS:
+            return True
+        return any(w.enabled for w in cache.values())
+
     async def lookup(self, webhook_id: str) -> Webhook | None:
         return (await self._cached()).get(webhook_id)
 
