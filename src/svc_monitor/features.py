@@ -126,6 +126,7 @@ def build_features(services: Services) -> Features:
             *LogPoller(
                 slowlog,
                 pipe=pipe,
+                live_state=live_state,
                 gate=SizeLogGate(
                     live_state,
                     parameter=config_watch.parameter,

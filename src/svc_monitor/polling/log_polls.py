@@ -18,6 +18,7 @@ from svc_monitor.engine.errors import EngineError, EngineResponseError
 from svc_monitor.engine.slowlog import FETCH_COUNT, LOG_TYPES, LogEntry, LogType, parse_log_reply
 from svc_monitor.events import now_ms
 from svc_monitor.pipe.facts import CommandlogFacts, PatternCount, SlowlogFacts
+from svc_monitor.pipe.live_state import LiveState
 from svc_monitor.pipe.pipe import Pipe
 from svc_monitor.polling.models import PollKind, PollTarget
 from svc_monitor.polling.size_log_gate import SizeLogGate
@@ -35,12 +36,14 @@ CATCH_UP_COUNT = 1024
 class LogPoller:
     """The `slowlog` and `commandlog` poll kinds of every connection."""
 
-    def __init__(self, slowlog: SlowlogService, *, pipe: Pipe, gate: SizeLogGate) -> None:
+    def __init__(
+        self, slowlog: SlowlogService, *, pipe: Pipe, live_state: LiveState, gate: SizeLogGate
+    ) -> None:
         self._slowlog = slowlog
         self._pipe = pipe
+        # The last commandlog facts: what a size log left out of a pass still holds.
+        self._live_state = live_state
         self._gate = gate
-        # The facts of the last commandlog pass: what a size log left out of a pass holds.
-        self._last_commandlog: dict[str, CommandlogFacts] = {}
         # Connections that refused SLOWLOG LEN: not asked again until forgotten, since
         # each refusal of a NOPERM user would add an entry to the ACL log we audit.
         self._length_refused: set[str] = set()
@@ -98,7 +101,7 @@ class LogPoller:
         if identity is None or not identity.capabilities.has_command_log:
             return
         connection_id = target.connection.id
-        last = self._last_commandlog.get(connection_id)
+        last = self._live_state.facts(connection_id, CommandlogFacts)
         # The slowlog pass reads `slow` under its other name, where the server allows it; a
         # size log whose byte counter has not grown by its threshold has nothing new.
         log_types = [
@@ -148,7 +151,6 @@ class LogPoller:
         answered = dict(zip(log_types, lengths, strict=True))
         facts = self._commandlog_facts(connection_id, answered, read, last)
         if facts is not None:
-            self._last_commandlog[connection_id] = facts
             await self._pipe.put_facts(connection_id, facts)
         if failed is not None:
             raise failed  # the others are stored; the loop backs off and logs it
@@ -217,7 +219,6 @@ class LogPoller:
         # Removed or edited: the next poll seeds its high-water marks from storage again.
         self._slowlog.forget(connection_id)
         self._length_refused.discard(connection_id)
-        self._last_commandlog.pop(connection_id, None)
         self._gate.forget(connection_id)
 
     def kinds(self) -> list[PollKind]:

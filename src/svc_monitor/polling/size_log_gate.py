@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from svc_monitor.engine.reply_values import integer
 from svc_monitor.engine.slowlog import LogType
 from svc_monitor.pipe.live_state import LiveState
 
@@ -65,7 +66,7 @@ class SizeLogGate:
         if grounds is None or asked is None:
             return True
         now = self._counter(connection_id, grounds[1])
-        threshold = _int(self._parameter(connection_id, grounds[0]))
+        threshold = integer(self._parameter(connection_id, grounds[0]))
         if now is None or threshold is None or threshold < 0:
             # Unknown, or the log is off (-1): asking tells whether it still holds entries.
             return True
@@ -107,10 +108,3 @@ class SizeLogGate:
         if counter is None:
             return None
         return observation.info.get_str("server", "run_id"), counter
-
-
-def _int(value: str | None) -> int | None:
-    try:
-        return int(value) if value is not None else None
-    except ValueError:
-        return None
