@@ -86,6 +86,7 @@ class WebhookService:
         self._allow_http = settings.NODE_ENV == "development"
         self._allow_loopback = not settings.is_production
         self._cache: dict[str, Webhook] | None = None
+        self._reload_asked = False  # an event went through to have the list reloaded
         self._loaded_at = 0
         self._lock = asyncio.Lock()
         self.on_requeue: Callable[[], None] | None = None  # wakes the retry queue
@@ -96,13 +97,22 @@ class WebhookService:
         return list((await self._cached()).values())
 
     def may_deliver(self) -> bool:
-        """False only while the cached list, still fresh, holds no enabled webhook: the
-        readings every poll publishes then need not reach the dispatcher at all. A stale
-        or emptied cache says True, and the dispatcher's next look refreshes it."""
+        """Whether a webhook may want the readings every poll publishes: False while the
+        list holds no enabled webhook, so they need not reach the dispatcher at all.
+
+        When the list is due a reload (emptied by a change here, or older than REFRESH_MS
+        for a change made by another replica), one event is let through: only the
+        dispatcher reloads it, as it handles that event. Letting them all through until
+        then flooded the dispatcher at 1,000 connections, which put the reload off."""
         cache = self._cache
-        if cache is None or self._clock() - self._loaded_at >= REFRESH_MS:
+        if cache is not None and any(w.enabled for w in cache.values()):
             return True
-        return any(w.enabled for w in cache.values())
+        if cache is not None and self._clock() - self._loaded_at < REFRESH_MS:
+            return False
+        if self._reload_asked:
+            return False
+        self._reload_asked = True
+        return True
 
     async def lookup(self, webhook_id: str) -> Webhook | None:
         return (await self._cached()).get(webhook_id)
@@ -115,10 +125,12 @@ class WebhookService:
             if self._cache is None or self._clock() - self._loaded_at >= REFRESH_MS:
                 self._cache = {w.id: w for w in await self._store.all()}
                 self._loaded_at = self._clock()
+                self._reload_asked = False
             return self._cache
 
     def _invalidate(self) -> None:
         self._cache = None
+        self._reload_asked = False
 
     # --- the API ---
 
