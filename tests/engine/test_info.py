@@ -914,3 +914,85 @@ class TestTakeASection:
         info = parse_info(b"# Server\r\nredis_version:7.0.0\r\n")
         assert dict(info.take("commandstats").sections) == {}
         assert dict(info.sections) == {"server": {"redis_version": "7.0.0"}}
+
+
+# Replies every line of which ends in CRLF: the form real servers send, for which one
+# field is looked up without parsing its whole section.
+PLAIN_PIECES = st.sampled_from(
+    [
+        "# Server",
+        "# Memory",
+        "# Keyspace",
+        "#",
+        "\r\n",
+        "\r\n",
+        ":",
+        "=",
+        "db0",
+        "hz",
+        "hz_x",
+        "run_id",
+        "used_memory",
+        "used_memory_rss",
+        " ",
+        "-",
+        ".",
+        "0",
+        "7",
+        "9" * 30,
+        "1.5",
+        "nan",
+    ]
+)
+PLAIN_TEXT = st.lists(PLAIN_PIECES, max_size=60).map("".join)
+LOOKED_UP = ["hz", "hz_x", "run_id", "used_memory", "used_memory_rss", "db0", "", "#", "a b"]
+
+
+def typed(value: object) -> tuple[type, object]:
+    return type(value), value  # 1 and 1.0 compare equal; a lookup must give the same type
+
+
+class TestOneFieldLookedUp:
+    """A field read from a section nobody parsed yet is what a whole parse would give."""
+
+    @settings(max_examples=300, deadline=None, database=None)
+    @given(text=PLAIN_TEXT)
+    def test_each_lookup_equals_the_whole_parse(self, text: str) -> None:
+        whole = {name: dict(fields) for name, fields in parse_info(text).sections.items()}
+        for section in ["server", "memory", "keyspace", "", "absent"]:
+            for field in LOOKED_UP:
+                expected = whole.get(section, {}).get(field)
+                assert typed(parse_info(text.encode()).get(section, field)) == typed(expected)
+
+    @pytest.mark.parametrize("name", WORKLOAD_REPLIES)
+    def test_every_field_of_a_real_reply(self, name: str) -> None:
+        whole = parsed(name)
+        for section, fields in whole.sections.items():
+            for field, value in fields.items():
+                assert typed(parsed(name).get(section.title(), field)) == typed(value)
+
+    def test_the_last_of_duplicates_wins(self) -> None:
+        raw = lines("# Memory", "used_memory:1", "used_memory:2", "x:3")
+        assert parse_info(raw).get_int("memory", "used_memory") == 2
+
+    def test_the_last_of_duplicates_wins_across_repeated_headers(self) -> None:
+        raw = lines("# Memory", "used_memory:1", "# Stats", "x:1", "# Memory", "used_memory:2")
+        assert parse_info(raw).get_int("memory", "used_memory") == 2
+
+    def test_a_longer_name_sharing_the_prefix_is_not_taken(self) -> None:
+        raw = lines("# Memory", "used_memory_rss:5")
+        assert parse_info(raw).get("memory", "used_memory") is None
+        assert parse_info(raw).get("memory", "memory_rss") is None
+
+    def test_a_field_of_another_section_is_not_found(self) -> None:
+        raw = lines("# Server", "hz:10", "# Memory", "used_memory:1")
+        assert parse_info(raw).get("memory", "hz") is None
+        assert parse_info(raw).get("server", "hz") == 10
+
+    def test_the_last_line_without_a_line_end(self) -> None:
+        assert parse_info(b"# Server\r\nhz:10").get("server", "hz") == 10
+        assert parse_info(b"# Server\r\nhz:").get("server", "hz") == ""
+
+    def test_identifiers_stay_text(self) -> None:
+        raw = lines("# Server", "run_id:" + "0" * 40)
+        assert parse_info(raw).get("server", "run_id") == "0" * 40

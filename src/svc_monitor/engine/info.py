@@ -67,6 +67,13 @@ _ALWAYS_FINITE_CHARS = 308
 _KNOWN_NAMES_MAX = 8192
 _known_names: set[str] = set()
 _NO_NAMES: frozenset[str] = frozenset()
+# Header lines seen, with the section each names (a memo like _known_names).
+_header_sections: dict[str, str] = {}
+# Field names asked for by `ParsedInfo.get` that may be searched for in a plain reply.
+_lookup_names: set[str] = set()
+
+# What `str.splitlines()` breaks an ASCII line on besides CR and LF.
+_OTHER_LINE_BREAKS = ("\x0b", "\x0c", "\x1c", "\x1d", "\x1e")
 
 _COMPOSITE_SECTIONS = frozenset({"keyspace", "commandstats", "errorstats", "latencystats"})
 
@@ -108,6 +115,9 @@ class ParsedInfo:
     Sections are parsed lazily, each on first access and then kept: the poller reads
     INFO every second but most consumers look at a few fields of a few sections, and
     parsing the sections nobody reads was ~a third of a poll's CPU (bench/poll_fanout.py).
+    In a plain reply (every real one: see _Context) `get` goes further and finds the one
+    line it wants without splitting the section at all, so a poll that reads a few fields
+    of memory, clients and stats makes a few strings instead of a few hundred.
     The result of any access is exactly what a whole parse would give (tested).
     """
 
@@ -193,7 +203,13 @@ class ParsedInfo:
         # which the detectors' ~60 reads per observation notice (bench/detectors.py).
         fields = self._done.get(section)
         if fields is None:
-            fields = self._section(section.lower())
+            name = section.lower()
+            context = self._context
+            if context is not None and context.plain and name not in _COMPOSITE_SECTIONS:
+                ranges = self._blocks.get(name)
+                if ranges is not None and name and _lookup_name(field):
+                    return _find(context.text, ranges, field)
+            fields = self._section(name)
             if fields is None:
                 return None
         return fields.get(field)
@@ -237,11 +253,30 @@ class ParsedInfo:
 
 @dataclass(frozen=True, slots=True)
 class _Context:
-    """What parsing a section needs from the whole reply."""
+    """What parsing a section needs from the whole reply.
 
+    A plain reply (ASCII, every line ending in CRLF and nothing else `splitlines()` splits
+    on, no longer than a line may be: every real one) is kept as one string, `text`,
+    which starts with CRLF so that every line, the first too, follows one; its ranges are
+    character offsets, and one field is found without splitting a section into lines.
+    Any other reply is split into `lines` up front and its ranges count lines.
+    """
+
+    text: str
     lines: list[str]
     ascii_only: bool
     known: AbstractSet[str]
+    plain: bool
+
+    def lines_of(self, ranges: list[tuple[int, int]]) -> list[str]:
+        if self.plain:
+            text = self.text
+            if len(ranges) == 1:  # a header seen once: nearly always
+                start, end = ranges[0]
+                return text[start:end].split("\r\n")
+            return [line for start, end in ranges for line in text[start:end].split("\r\n")]
+        lines = self.lines
+        return [line for first, end in ranges for line in lines[first:end]]
 
 
 class _Sections(Mapping[str, dict[str, FieldValue]]):
@@ -274,15 +309,19 @@ def parse_info(raw: bytes | str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Parse
             "refusing to parse it"
         )
     text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+    if _is_plain(text):
+        return _parse_plain(text)
     lines = text.splitlines()
     # One O(1) check for the whole reply spares an isascii() per value (str.isdigit()
     # alone also accepts digits such as "²" that int() rejects).
     context = _Context(
+        text=text,
         lines=lines,
         ascii_only=text.isascii(),
         # A reply no longer than the line limit cannot hold an over-long line, so the fast
         # path needs no per-line length check; a longer reply takes the checked path.
         known=_known_names if len(text) <= MAX_LINE_CHARS else _NO_NAMES,
+        plain=False,
     )
     # Only the header lines are looked at now: each section is a list of line ranges
     # (a header seen twice adds a second range to the same section).
@@ -293,9 +332,8 @@ def parse_info(raw: bytes | str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Parse
         if index > start:
             blocks.setdefault(current, []).append((start, index))
         start = index + 1
-        line = lines[index]
-        section = line[1:].strip().lower() if len(line) <= MAX_LINE_CHARS else ""
-        if section and section.isprintable():
+        section = _header_section(lines[index])
+        if section:
             current = section
             blocks.setdefault(section, [])  # every header makes a section, empty ones too
         else:
@@ -305,11 +343,102 @@ def parse_info(raw: bytes | str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Parse
     return ParsedInfo._lazy(blocks, context, header_skips)
 
 
+def _is_plain(text: str) -> bool:
+    """ASCII, no longer than one line may be, and CRLF the only line break in it."""
+    if len(text) > MAX_LINE_CHARS or not text.isascii():
+        return False
+    # One `in` per character is a memchr; a regular expression over the reply cost more
+    # than the whole split it guards.
+    if any(brk in text for brk in _OTHER_LINE_BREAKS):
+        return False
+    crlf = text.count("\r\n")
+    return text.count("\r") == crlf and text.count("\n") == crlf
+
+
+def _parse_plain(reply: str) -> ParsedInfo:
+    """parse_info for a plain reply: the headers found by searching for CRLF "#", each
+    section a list of (start, end) character ranges in `text` (lines joined by CRLF)."""
+    text = "\r\n" + reply
+    blocks: dict[str, list[tuple[int, int]]] = {}
+    header_skips = 0
+    current, start = "", 2
+    find = text.find
+    at = find("\r\n#")
+    while at != -1:
+        if at > start:
+            blocks.setdefault(current, []).append((start, at))
+        line_end = find("\r\n", at + 2)
+        if line_end == -1:
+            line_end = len(text)
+        start = line_end + 2
+        section = _header_section(text[at + 2 : line_end])
+        if section:
+            current = section
+            blocks.setdefault(section, [])
+        else:
+            header_skips += 1
+        at = find("\r\n#", line_end)
+    if start < len(text):
+        blocks.setdefault(current, []).append((start, len(text)))
+    context = _Context(text=text, lines=[], ascii_only=True, known=_known_names, plain=True)
+    return ParsedInfo._lazy(blocks, context, header_skips)
+
+
+def _header_section(line: str) -> str:
+    """The section a `#` line starts, or "" when it is a malformed header."""
+    section = _header_sections.get(line)
+    if section is not None:
+        return section
+    section = line[1:].strip().lower() if len(line) <= MAX_LINE_CHARS else ""
+    section = section if section and section.isprintable() else ""
+    if len(_header_sections) < _KNOWN_NAMES_MAX and len(line) <= MAX_LINE_CHARS:
+        _header_sections[line] = section
+    return section
+
+
+def _lookup_name(field: str) -> bool:
+    """Whether `field` can be searched for as the start of a line: a name a field line can
+    have (non-empty, printable, no space) with no colon in it and no "#" first."""
+    if field in _lookup_names:
+        return True
+    if not field or not field.isprintable() or " " in field or ":" in field or field[0] == "#":
+        return False
+    if len(_lookup_names) < _KNOWN_NAMES_MAX:
+        _lookup_names.add(field)
+    return True
+
+
+def _find(text: str, ranges: list[tuple[int, int]], field: str) -> Scalar | None:
+    """The value of `field` in a plain section, as a whole parse of it would give: the
+    last line that starts with `field:` (duplicates: the last one wins), converted by the
+    same rules. Every line follows a CRLF, so the search cannot match mid-line."""
+    needle = "\r\n" + field + ":"
+    for start, end in reversed(ranges):
+        at = text.rfind(needle, start - 2, end)
+        if at == -1:
+            continue
+        value_start = at + len(needle)
+        value_end = text.find("\r\n", value_start, end)
+        value = text[value_start : end if value_end == -1 else value_end]
+        if field in _TEXT_FIELDS:
+            return value
+        common = _COMMON_VALUES.get(value)
+        if common is not None:
+            return common
+        if value.isdigit():  # plain text is ASCII
+            try:
+                return int(value)
+            except ValueError:  # past sys.get_int_max_str_digits() (4300 by default)
+                return value
+        return _scalar(value)
+    return None
+
+
 def _parse_ranges(
     context: _Context, ranges: list[tuple[int, int]], composite: bool
 ) -> tuple[dict[str, FieldValue], int]:
     """The fields of one section's lines, and how many of its lines were malformed."""
-    lines, ascii_only, known = context.lines, context.ascii_only, context.known
+    ascii_only, known = context.ascii_only, context.known
     fields: dict[str, FieldValue] = {}
     split: Callable[[str, str], tuple[str, str, str]] = (
         str.rpartition if composite else str.partition
@@ -320,41 +449,40 @@ def _parse_ranges(
     scalar = _scalar
     common_get = _COMMON_VALUES.get
 
-    for first, end in ranges:
-        for line in lines[first:end]:
-            name, sep, value = split(line, ":")
-            # Fast path: a name seen before (so already validated) on a field line.
-            if name in known and sep:
-                if composite:
-                    fields[name] = subfields(value, ascii_only)
-                elif (common := common_get(value)) is not None:
-                    fields[name] = common
-                elif value.isdigit() and (ascii_only or value.isascii()):
-                    try:
-                        fields[name] = int(value)
-                    except ValueError:  # past sys.get_int_max_str_digits() (4300 by default)
-                        fields[name] = value
-                else:
-                    fields[name] = scalar(value)
-                continue
-
-            if not line:
-                continue  # blank lines separate sections; not malformed
-            if len(line) > MAX_LINE_CHARS:
-                skipped += 1
-                continue
-            if not sep or not name or not name.isprintable() or " " in name:
-                skipped += 1
-                continue
+    for line in context.lines_of(ranges):
+        name, sep, value = split(line, ":")
+        # Fast path: a name seen before (so already validated) on a field line.
+        if name in known and sep:
             if composite:
                 fields[name] = subfields(value, ascii_only)
-            elif name in text_fields:
-                fields[name] = value
+            elif (common := common_get(value)) is not None:
+                fields[name] = common
+            elif value.isdigit() and (ascii_only or value.isascii()):
+                try:
+                    fields[name] = int(value)
+                except ValueError:  # past sys.get_int_max_str_digits() (4300 by default)
+                    fields[name] = value
             else:
                 fields[name] = scalar(value)
-            # Text fields never enter the cache: the fast path would convert them.
-            if len(_known_names) < _KNOWN_NAMES_MAX and name not in text_fields:
-                _known_names.add(name)
+            continue
+
+        if not line:
+            continue  # blank lines separate sections; not malformed
+        if len(line) > MAX_LINE_CHARS:
+            skipped += 1
+            continue
+        if not sep or not name or not name.isprintable() or " " in name:
+            skipped += 1
+            continue
+        if composite:
+            fields[name] = subfields(value, ascii_only)
+        elif name in text_fields:
+            fields[name] = value
+        else:
+            fields[name] = scalar(value)
+        # Text fields never enter the cache: the fast path would convert them.
+        if len(_known_names) < _KNOWN_NAMES_MAX and name not in text_fields:
+            _known_names.add(name)
     return fields, skipped
 
 
