@@ -286,6 +286,41 @@ class TestEngineClient:
         info = await client.info("clients")
         assert set(info.sections) == {"clients"}
 
+    async def test_info_after_a_timeout_is_the_reply_to_the_new_question(
+        self, connect: Connect, server_factory: ServerFactory, stoppable_server: RunningServer
+    ) -> None:
+        client = connect(port=stoppable_server.port)
+        await client.info()  # INFO's own connection is open before the server stops
+        server_factory.pause(stoppable_server)
+        try:
+            with pytest.raises(EngineTimeout):
+                await client.info("server")
+        finally:
+            server_factory.resume(stoppable_server)
+        # The late reply to INFO server must not be taken for the answer to INFO clients.
+        assert set((await client.info("clients")).sections) == {"clients"}
+
+    async def test_info_reconnects_when_the_server_closed_its_connection(
+        self, connect: Connect, valkey_server: RunningServer
+    ) -> None:
+        client = connect(port=valkey_server.port)
+        await client.info("server")
+        # Close every connection of ours, as a server's idle timeout or a restart would.
+        killer = connect(port=valkey_server.port)
+        await killer.execute("CLIENT", "KILL", "SKIPME", "YES")
+        await asyncio.sleep(0.2)  # the close reaches us while nothing is being asked
+        # Not a failure: the pool reconnects a connection closed under it, and so does INFO.
+        assert set((await client.info("clients")).sections) == {"clients"}
+        assert client.ledger.costs()["INFO"].errors == 0
+
+    async def test_concurrent_info_reads_each_get_their_own_answer(
+        self, connect: Connect, valkey_server: RunningServer
+    ) -> None:
+        client = connect(port=valkey_server.port)
+        sections = ["server", "clients", "memory", "stats", "cpu", "replication"]
+        answers = await asyncio.gather(*(client.info(name) for name in sections))
+        assert [set(answer.sections) for answer in answers] == [{name} for name in sections]
+
     async def test_try_each_returns_errors_in_place_without_raising(
         self, connect: Connect, valkey_server: RunningServer
     ) -> None:

@@ -6,6 +6,7 @@ against ~0.2 ms for ours, which decides whether 3,000 polls/s per core is reacha
 """
 
 import asyncio
+import functools
 import ssl
 import time
 from collections.abc import Sequence
@@ -84,6 +85,16 @@ def _raw(response: Any, **_: Any) -> Any:
     return response
 
 
+@functools.lru_cache(maxsize=32)
+def _packed(*args: str) -> bytes:
+    """A command in RESP, as valkey-py packs it. Polls ask INFO in a handful of forms; a
+    read through the API may name any sections, hence a bounded cache."""
+    return b"".join(
+        [b"*%d\r\n" % len(args)]
+        + [b"$%d\r\n%s\r\n" % (len(arg.encode()), arg.encode()) for arg in args]
+    )
+
+
 class EngineClient:
     """A small connection pool to one instance; every call bounded by one deadline."""
 
@@ -133,6 +144,10 @@ class EngineClient:
             decode_responses=False,
             protocol=2,
         )
+        # INFO, asked every second, goes over a connection of its own when it is free:
+        # no pool checkout, no per-command task (bench/poll_fanout.py).
+        self._info_connection: TargetConnection = pool.make_connection()  # type: ignore[no-untyped-call]
+        self._info_busy = False
         self._client = Valkey.from_pool(pool)
         self._client.set_response_callback("INFO", _raw)
         # valkey-py's COMMAND callback raises on the nil that COMMAND INFO answers for a
@@ -161,8 +176,44 @@ class EngineClient:
         await self.execute("PING")
 
     async def info_raw(self, *sections: str) -> bytes:
-        reply = await self.execute("INFO", *sections)
+        if self._info_busy:
+            reply = await self.execute("INFO", *sections)
+        else:
+            reply = await self._info_on_its_connection(sections)
         return reply if isinstance(reply, bytes) else str(reply).encode()
+
+    async def _info_on_its_connection(self, sections: tuple[str, ...]) -> Any:
+        """INFO over the INFO connection, bounded by the same deadline as `execute`.
+
+        Any failure closes that connection, so a reply that arrives late can never be read
+        as the answer to the next INFO. A connection the server closed while we were not
+        looking is opened afresh first, as the pool would.
+        """
+        started = time.perf_counter()
+        failed = True
+        connection = self._info_connection
+        self._info_busy = True
+        try:
+            async with asyncio.timeout(self.deadline_s), self._slots:
+                self._refuse_if_closed()
+                if connection.closed_by_peer:
+                    await connection.disconnect(nowait=True)
+                await connection.connect()  # type: ignore[no-untyped-call]
+                try:
+                    await connection.send_bytes(_packed("INFO", *sections))
+                    reply = await connection.read_response()
+                except BaseException:
+                    await connection.disconnect(nowait=True)
+                    raise
+                failed = False
+                return reply
+        except EngineError:
+            raise
+        except Exception as exc:
+            raise self._translate(exc) from None
+        finally:
+            self._info_busy = False
+            self.ledger.record("INFO", time.perf_counter() - started, failed=failed)
 
     async def info(self, *sections: str) -> ParsedInfo:
         raw = await self.info_raw(*sections)
@@ -214,6 +265,7 @@ class EngineClient:
             pass
         finally:
             await self._client.aclose()
+            await self._info_connection.disconnect(nowait=True)
             for _ in range(held):
                 self._slots.release()
 

@@ -84,6 +84,26 @@ class TargetConnection(Connection):
         # Only what valkey-py itself might print or reuse; `via` stays out of it.
         return {"host": self.host, "port": self.port}
 
+    @property
+    def closed_by_peer(self) -> bool:
+        """The server closed (or reset) the socket while we were not reading from it: the
+        event loop has already seen it, so this asks nothing of the socket."""
+        reader = self._reader
+        return reader is not None and (reader.at_eof() or reader.exception() is not None)
+
+    async def send_bytes(self, command: bytes) -> None:
+        """Send a packed command under the caller's deadline. valkey-py's own send wraps
+        each write in asyncio.wait_for, a task per command; this is one write."""
+        writer = self._writer
+        if writer is None:
+            raise ConnectionError("not connected")
+        try:
+            writer.write(command)
+            await writer.drain()
+        except BaseException:
+            await self.disconnect(nowait=True)
+            raise
+
     async def _connect(self) -> None:
         self._reader, self._writer = await open_stream(
             self.host,
