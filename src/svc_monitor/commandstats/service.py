@@ -54,12 +54,14 @@ class CommandstatsService:
         self._store = store
         self._latest: dict[str, _Poll] = {}
 
-    async def observe_facts(self, connection_id: str, facts: Facts) -> None:
+    def observe_facts(self, connection_id: str, facts: Facts) -> None:
         """As a facts consumer of the pipe: INFO commandstats, polled or pushed."""
         if isinstance(facts, CommandstatsFacts):
-            await self.record(connection_id, facts.info, captured_at=facts.at_ms)
+            self.record(connection_id, facts.info, captured_at=facts.at_ms)
 
-    async def record(self, connection_id: str, info: ParsedInfo, *, captured_at: int) -> None:
+    def record(self, connection_id: str, info: ParsedInfo, *, captured_at: int) -> None:
+        """Keep this read as the baseline of the next; queue a row for each command that
+        moved since the last (written within a second: storage/insert_batcher.py)."""
         previous = self._latest.get(connection_id)
         current = _read(info.sections.get("commandstats", {}), captured_at, previous)
         self._latest[connection_id] = current
@@ -92,7 +94,7 @@ class CommandstatsService:
                     "interval_ms": interval,
                 }
             )
-        await self._store.insert(rows)
+        self._store.add(rows)
 
     def summary(self, connection_id: str, *, pushed: bool = False) -> list[CommandStatRead]:
         """The latest poll's counters, most called first; empty before the first poll.

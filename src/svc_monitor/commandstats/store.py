@@ -10,7 +10,6 @@ from typing import Any
 from sqlalchemy import (
     BigInteger,
     Column,
-    Connection,
     Float,
     Index,
     Row,
@@ -51,14 +50,14 @@ class CommandstatsStore:
     def __init__(self, db: Database) -> None:
         self._db = db
 
+    def add(self, rows: list[dict[str, Any]]) -> None:
+        """Queue rows for the next batched write (storage/insert_batcher.py)."""
+        self._db.inserts.add(commandstats_samples, rows)
+
     async def insert(self, rows: list[dict[str, Any]]) -> None:
-        """One batch in one transaction."""
-
-        def write(conn: Connection) -> None:
-            conn.execute(commandstats_samples.insert(), rows)
-
-        if rows:
-            await self._db.run(write)
+        """Written now, with anything else queued, in one transaction."""
+        self.add(rows)
+        await self._db.inserts.flush()
 
     async def history(
         self,
@@ -77,4 +76,5 @@ class CommandstatsStore:
             query = query.where(t.captured_at >= since)
         if until is not None:
             query = query.where(t.captured_at <= until)
+        await self._db.inserts.flush()  # a reader sees every poll recorded so far
         return await self._db.fetch_all(query.order_by(t.captured_at, t.id).limit(limit))

@@ -38,14 +38,15 @@ class MetricsService:
         # catch-up pass after start is over.
         self.rollup_passes = 0
 
-    async def observe(self, observation: Observation) -> None:
-        """As an observation consumer of the pipe: keep a sampled row when one is due."""
+    def observe(self, observation: Observation) -> None:
+        """As an observation consumer of the pipe: keep a sampled row when one is due
+        (written within a second, with every other connection's: storage/insert_batcher.py)."""
         if observation.node is not None or not self._sampler.due(observation):
             return
         memory, stats = self._sampler.rows(observation)
         # A pushed instance gets a memory snapshot only when used_memory was pushed.
         keep_memory = not observation.pushed or memory["used_memory"] is not None
-        await self._store.insert([memory] if keep_memory else [], [stats])
+        self._store.add([memory] if keep_memory else [], [stats])
 
     async def memory_snapshots(
         self, connection_id: str, *, since: int | None, until: int | None, limit: int, offset: int

@@ -100,16 +100,15 @@ class MetricsStore:
     def __init__(self, db: Database) -> None:
         self._db = db
 
+    def add(self, memory: list[dict[str, Any]], stats: list[dict[str, Any]]) -> None:
+        """Queue both for the next batched write (storage/insert_batcher.py)."""
+        self._db.inserts.add(memory_snapshots, memory)
+        self._db.inserts.add(stats_samples, stats)
+
     async def insert(self, memory: list[dict[str, Any]], stats: list[dict[str, Any]]) -> None:
-        """Both batches in one transaction."""
-
-        def write(conn: Connection) -> None:
-            if memory:
-                conn.execute(memory_snapshots.insert(), memory)
-            if stats:
-                conn.execute(stats_samples.insert(), stats)
-
-        await self._db.run(write)
+        """Both written now, with anything else queued, in one transaction."""
+        self.add(memory, stats)
+        await self._db.inserts.flush()
 
     async def range(
         self,
@@ -122,6 +121,7 @@ class MetricsStore:
         offset: int = 0,
         newest_first: bool = False,
     ) -> Sequence[Row[Any]]:
+        await self._db.inserts.flush()  # a reader sees every sample taken so far
         return await read_window(
             self._db,
             table,
@@ -139,6 +139,7 @@ class MetricsStore:
         query = in_window(
             select(func.count()).select_from(table), table, connection_id, since=since, until=until
         )
+        await self._db.inserts.flush()
         row = await self._db.fetch_one(query)
         return int(row[0]) if row is not None else 0
 
@@ -167,6 +168,7 @@ class MetricsStore:
             .group_by(bucket)
             .order_by(bucket)
         )
+        await self._db.inserts.flush()
         return await self._db.fetch_all(query)
 
     async def roll_up(self, *, now_ms: int) -> int:
@@ -200,6 +202,7 @@ class MetricsStore:
             written: int = conn.execute(insert).rowcount
             return written
 
+        await self._db.inserts.flush()
         return await self._db.run(work)
 
     async def series(
@@ -253,4 +256,5 @@ class MetricsStore:
             )
             return conn.execute(query).all()
 
+        await self._db.inserts.flush()
         return await self._db.run(work)

@@ -22,6 +22,7 @@ from sqlalchemy import Connection, Engine, Executable, Row, create_engine, event
 from sqlalchemy.pool import StaticPool
 
 from svc_monitor.config import Settings, StorageType
+from svc_monitor.storage.insert_batcher import InsertBatcher
 from svc_monitor.storage.metadata import metadata
 from svc_monitor.storage.wal_checkpointer import BACKSTOP_PAGES, WalCheckpointer
 
@@ -49,6 +50,8 @@ class Database:
         self._sync_engine = sync_engine
         self._checkpointer = checkpointer
         self._thread = ThreadPoolExecutor(1, "svc-storage") if sync_engine is not None else None
+        # History samples, written a second's worth at a time (storage/insert_batcher.py).
+        self.inserts = InsertBatcher(self.run)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> "Database":
@@ -144,6 +147,7 @@ class Database:
         return self.kind is not StorageType.MEMORY
 
     async def close(self) -> None:
+        await self.inserts.close()
         if self._async_engine is not None:
             await self._async_engine.dispose()
         if self._sync_engine is not None:

@@ -1,0 +1,197 @@
+"""History rows written together: one transaction a second for every connection's samples.
+
+Each INFO history sample and each commandstats poll used to be a transaction of its own,
+a trip to the storage thread (or a PostgreSQL round trip) for one or two rows: at 100
+connections about twenty a second, most of that thread's CPU (bench/poll_fanout.py).
+Rows handed to `add` wait at most `delay_s` and are written in one transaction with one
+executemany per table.
+
+What a reader sees does not change: a store flushes before every read of its tables,
+and the database flushes before it closes. If the write fails (storage down, disk full),
+the rows are kept for the next attempt up to `max_rows`; past that the oldest are dropped
+and counted, so an outage costs history, never the poller's memory or its cadence.
+"""
+
+import asyncio
+import functools
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from sqlalchemy import Connection, Table
+from sqlalchemy.exc import (
+    DBAPIError,
+    InterfaceError,
+    InternalError,
+    OperationalError,
+    ProgrammingError,
+)
+
+logger = logging.getLogger(__name__)
+
+Row = dict[str, Any]
+Run = Callable[[Callable[[Connection], None]], Awaitable[None]]
+
+DELAY_S = 1.0
+# A minute of samples for 1,000 connections and then some: room to ride out a short outage.
+MAX_ROWS = 100_000
+
+
+class InsertBatcher:
+    """Rows for any number of tables, written in one transaction per `delay_s`."""
+
+    def __init__(self, run: Run, *, delay_s: float = DELAY_S, max_rows: int = MAX_ROWS) -> None:
+        self._run = run
+        self._delay_s = delay_s
+        self._max_rows = max_rows
+        self._pending: dict[Table, list[Row]] = {}
+        self._pending_rows = 0
+        self._timer: asyncio.TimerHandle | None = None
+        self._writer: asyncio.Task[None] | None = None
+        self._lock: asyncio.Lock | None = None
+        self.dropped = 0  # over the bound while storage was down
+        self.refused = 0  # rows storage would not take
+        self._failing = False
+
+    @property
+    def pending(self) -> int:
+        return self._pending_rows
+
+    def add(self, table: Table, rows: list[Row]) -> None:
+        """Queue rows for `table`; they are written within `delay_s`."""
+        if not rows:
+            return
+        self._pending.setdefault(table, []).extend(rows)
+        self._pending_rows += len(rows)
+        self._bound()
+        if self._timer is None:
+            loop = asyncio.get_running_loop()
+            self._timer = loop.call_later(self._delay_s, self._write_in_background)
+
+    async def flush(self) -> None:
+        """Write everything queued so far; raises what the write raised (rows are kept)."""
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            pending, self._pending = self._pending, {}
+            count, self._pending_rows = self._pending_rows, 0
+            if not count:
+                return
+
+            def write(conn: Connection) -> None:
+                for table, rows in pending.items():
+                    for group in _by_columns(rows):
+                        conn.execute(table.insert(), group)
+
+            try:
+                await self._run(write)
+            except Exception as exc:
+                if _is_outage(exc):
+                    self._put_back(pending, count)
+                    raise
+                # Some row storage will not take (a counter past 64 bits, say): write the
+                # rest one by one rather than retry the whole batch for ever.
+                await self._write_each(pending)
+            except BaseException:
+                self._put_back(pending, count)
+                raise
+            if self._failing:
+                self._failing = False
+                logger.info("history writes resumed")
+
+    async def close(self) -> None:
+        """Write what is queued (once more if a write is in flight); log a failure."""
+        if self._writer is not None:
+            await asyncio.gather(self._writer, return_exceptions=True)
+        try:
+            await self.flush()
+        except Exception as exc:
+            logger.warning("history rows not written at shutdown: %s", _reason(exc))
+
+    async def _write_each(self, pending: dict[Table, list[Row]]) -> None:
+        queue = [(table, row) for table, rows in pending.items() for row in rows]
+        refused = 0
+        for index, (table, row) in enumerate(queue):
+            try:
+                await self._run(functools.partial(_insert, table=table, row=row))
+            except Exception as exc:
+                if not _is_outage(exc):
+                    refused += 1
+                    continue
+                rest: dict[Table, list[Row]] = {}
+                for left_table, left_row in queue[index:]:
+                    rest.setdefault(left_table, []).append(left_row)
+                self._put_back(rest, len(queue) - index)
+                raise
+        if refused:
+            self.refused += refused
+            logger.warning("history rows storage refused, left out: %d so far", self.refused)
+
+    def _write_in_background(self) -> None:
+        self._timer = None
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.create_task(self._write_quietly(), name="history-writer")
+
+    async def _write_quietly(self) -> None:
+        try:
+            await self.flush()
+        except Exception as exc:
+            if not self._failing:
+                self._failing = True
+                logger.warning("history writes failing, rows kept to retry: %s", _reason(exc))
+            if self._pending_rows and self._timer is None:
+                loop = asyncio.get_running_loop()
+                self._timer = loop.call_later(self._delay_s, self._write_in_background)
+
+    def _put_back(self, rows: dict[Table, list[Row]], count: int) -> None:
+        # The failed rows go first again: they are the older ones.
+        for table, newer in self._pending.items():
+            rows.setdefault(table, []).extend(newer)
+        self._pending = rows
+        self._pending_rows += count
+        self._bound()
+
+    def _bound(self) -> None:
+        excess = self._pending_rows - self._max_rows
+        if excess <= 0:
+            return
+        for rows in self._pending.values():
+            cut = min(excess, len(rows))
+            del rows[:cut]
+            excess -= cut
+            self._pending_rows -= cut
+            self.dropped += cut
+            if not excess:
+                break
+        logger.warning("history rows dropped while storage lags: %d so far", self.dropped)
+
+
+def _insert(conn: Connection, *, table: Table, row: Row) -> None:
+    conn.execute(table.insert(), row)
+
+
+def _by_columns(rows: list[Row]) -> list[list[Row]]:
+    """Rows split by the columns they name: one executemany needs the same for all."""
+    groups: dict[tuple[str, ...], list[Row]] = {}
+    for row in rows:
+        groups.setdefault(tuple(row), []).append(row)
+    return list(groups.values())
+
+
+def _is_outage(exc: BaseException) -> bool:
+    """Storage cannot write now (down, locked, full, its schema missing), as opposed to
+    one row it will never take."""
+    if isinstance(exc, DBAPIError):
+        return exc.connection_invalidated or isinstance(
+            exc, OperationalError | InterfaceError | ProgrammingError | InternalError
+        )
+    return isinstance(exc, OSError | TimeoutError)
+
+
+def _reason(exc: BaseException) -> str:
+    # The exception's type and first line: a driver's message can run to a whole query.
+    first = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {first}"[:300]

@@ -1,0 +1,129 @@
+"""History rows queued by the poller reach storage together, and survive a storage outage."""
+
+import asyncio
+from typing import Any
+
+import pytest
+from sqlalchemy import func, select
+
+from svc_monitor.commandstats.store import CommandstatsStore, commandstats_samples
+from svc_monitor.info_history.store import MetricsStore, stats_samples
+from svc_monitor.storage.database import Database
+from svc_monitor.storage.insert_batcher import InsertBatcher
+from tests.fixtures.app import make_settings
+
+
+@pytest.fixture
+async def db(storage: dict[str, Any]):
+    database = Database.from_settings(make_settings(**storage))
+    await database.migrate()
+    yield database
+    await database.close()
+
+
+def sample(at: int, connection_id: str = "c1") -> dict[str, Any]:
+    return {"connection_id": connection_id, "captured_at": at, "ops_per_sec": at}
+
+
+async def stored(db: Database) -> list[int]:
+    """What is in the table now, read past the batcher (no flush first)."""
+    rows = await db.fetch_all(select(stats_samples.c.captured_at).order_by("captured_at"))
+    return [row.captured_at for row in rows]
+
+
+async def renamed(db: Database, old: str, new: str) -> None:
+    await db.run(lambda conn: conn.exec_driver_sql(f"ALTER TABLE {old} RENAME TO {new}"))
+
+
+class TestBatchedWrites:
+    async def test_queued_rows_are_written_within_a_second_without_a_read(self, db: Database):
+        store = MetricsStore(db)
+        store.add([], [sample(1)])
+        store.add([], [sample(2, "c2")])
+        assert await stored(db) == []  # queued, not yet written
+        await asyncio.sleep(1.5)
+        assert await stored(db) == [1, 2]
+
+    async def test_a_read_sees_rows_queued_a_moment_ago(self, db: Database):
+        store = MetricsStore(db)
+        store.add([], [sample(1)])
+        rows = await store.range(stats_samples, "c1", since=None, until=None, limit=10)
+        assert [row.captured_at for row in rows] == [1]
+
+    async def test_rows_of_several_tables_go_in_one_write(self, db: Database):
+        MetricsStore(db).add([], [sample(1)])
+        CommandstatsStore(db).add(
+            [{**sample(1), "command": "get", "calls": 5, "calls_delta": 5, "interval_ms": 1000}]
+        )
+        assert db.inserts.pending == 2
+        await db.inserts.flush()
+        assert db.inserts.pending == 0
+        count = await db.fetch_one(select(func.count()).select_from(commandstats_samples))
+        assert count is not None
+        assert count[0] == 1
+        assert await stored(db) == [1]
+
+    async def test_closing_writes_what_is_queued(self, persistent_storage: dict[str, Any]):
+        settings = make_settings(**persistent_storage)
+        first = Database.from_settings(settings)
+        await first.migrate()
+        MetricsStore(first).add([], [sample(7)])
+        await first.close()
+        again = Database.from_settings(settings)
+        try:
+            assert await stored(again) == [7]
+        finally:
+            await again.close()
+
+
+class TestStorageOutage:
+    async def test_rows_are_kept_while_writes_fail_and_written_once_they_work(
+        self, db: Database, caplog: pytest.LogCaptureFixture
+    ):
+        store = MetricsStore(db)
+        await renamed(db, "stats_samples", "stats_samples_away")
+        try:
+            store.add([], [sample(1)])
+            await asyncio.sleep(1.5)  # the background write fails, and says so once
+            assert db.inserts.pending == 1
+            assert "history writes failing" in caplog.text
+            with pytest.raises(Exception, match="stats_samples"):
+                await store.range(stats_samples, "c1", since=None, until=None, limit=10)
+            store.add([], [sample(2)])
+        finally:
+            await renamed(db, "stats_samples_away", "stats_samples")
+        await asyncio.sleep(1.5)
+        assert await stored(db) == [1, 2]
+        assert db.inserts.dropped == 0
+
+    async def test_past_the_bound_the_oldest_rows_go_and_are_counted(self, db: Database):
+        batcher = InsertBatcher(db.run, delay_s=0.05, max_rows=3)
+        await renamed(db, "stats_samples", "stats_samples_away")
+        try:
+            for at in range(1, 6):
+                batcher.add(stats_samples, [sample(at)])
+            await asyncio.sleep(0.2)
+        finally:
+            await renamed(db, "stats_samples_away", "stats_samples")
+        assert batcher.dropped == 2
+        await batcher.flush()
+        assert await stored(db) == [3, 4, 5]
+
+
+class TestRowsStorageRefuses:
+    async def test_a_row_past_64_bits_is_left_out_and_the_rest_written(self, db: Database):
+        store = MetricsStore(db)
+        store.add([], [sample(1), {**sample(2), "keyspace_hits": 2**70}, sample(3)])
+        await db.inserts.flush()
+        assert await stored(db) == [1, 3]
+        assert db.inserts.refused == 1
+        store.add([], [sample(4)])  # nothing left behind to block the next write
+        await db.inserts.flush()
+        assert await stored(db) == [1, 3, 4]
+
+    async def test_rows_naming_different_columns_are_written_together(self, db: Database):
+        store = MetricsStore(db)
+        store.add([], [sample(1), {"connection_id": "c1", "captured_at": 2}])
+        await db.inserts.flush()
+        assert await stored(db) == [1, 2]
+        assert db.inserts.refused == 0
