@@ -147,6 +147,10 @@ def _memory(observation: Observation) -> MemoryReading | None:
 
 def _largest_replica_lag(info: ParsedInfo) -> float | None:
     """The largest `lag=` of the `slaveN:ip=...,lag=N` lines; None without replicas."""
+    if info.get_int("replication", "connected_slaves") == 0:
+        # The common primary: no slaveN lines to look for, and no need to parse the
+        # whole section for them every second.
+        return None
     section = info.sections.get("replication")
     if section is None:
         return None

@@ -8,7 +8,6 @@ from sqlalchemy import (
     JSON,
     BigInteger,
     Column,
-    Connection,
     Row,
     String,
     Table,
@@ -41,19 +40,18 @@ class LatencyStore:
     def __init__(self, db: Database) -> None:
         self._db = db
 
+    def add(self, snapshots: list[dict[str, Any]], histogram: dict[str, Any] | None) -> None:
+        """Queue both for the next batched write (storage/insert_batcher.py)."""
+        self._db.inserts.add(latency_snapshots, snapshots)
+        if histogram is not None:
+            self._db.inserts.add(latency_histograms, [histogram])
+
     async def insert(
         self, snapshots: list[dict[str, Any]], histogram: dict[str, Any] | None
     ) -> None:
-        """Both in one transaction."""
-
-        def write(conn: Connection) -> None:
-            if snapshots:
-                conn.execute(latency_snapshots.insert(), snapshots)
-            if histogram is not None:
-                conn.execute(latency_histograms.insert(), [histogram])
-
-        if snapshots or histogram is not None:
-            await self._db.run(write)
+        """Both written now, with anything else queued, in one transaction."""
+        self.add(snapshots, histogram)
+        await self._db.inserts.flush()
 
     async def latest_event_times(self, connection_id: str) -> dict[str, int]:
         """The newest stored spike time of each event, to resume deduplication after a
@@ -64,6 +62,7 @@ class LatencyStore:
             .where(t.connection_id == connection_id)
             .group_by(t.event_name)
         )
+        await self._db.inserts.flush()  # a reader sees every poll recorded so far
         rows = await self._db.fetch_all(query)
         return {str(r.name): int(r.at) for r in rows}
 
@@ -77,6 +76,7 @@ class LatencyStore:
         limit: int,
         offset: int,
     ) -> Sequence[Row[Any]]:
+        await self._db.inserts.flush()
         return await read_window(
             self._db, table, connection_id, since=since, until=until, limit=limit, offset=offset
         )
