@@ -7,7 +7,10 @@ import pytest
 from sqlalchemy import func, select
 
 from svc_monitor.commandstats.store import CommandstatsStore, commandstats_samples
+from svc_monitor.engine.slowlog import LogEntry
 from svc_monitor.info_history.store import MetricsStore, stats_samples
+from svc_monitor.slowlog.models import EntryFilter
+from svc_monitor.slowlog.store import SlowlogStore
 from svc_monitor.storage.database import Database
 from svc_monitor.storage.insert_batcher import InsertBatcher
 from tests.fixtures.app import make_settings
@@ -126,4 +129,17 @@ class TestRowsStorageRefuses:
         store.add([], [sample(1), {"connection_id": "c1", "captured_at": 2}])
         await db.inserts.flush()
         assert await stored(db) == [1, 2]
+        assert db.inserts.refused == 0
+
+
+class TestLogEntriesQueuedTwice:
+    async def test_an_entry_queued_twice_is_stored_once(self, db: Database):
+        store = SlowlogStore(db)
+        entry = LogEntry(7, 1_000, 250, ("GET", "k"), "127.0.0.1:5000", None)
+        for _ in range(2):  # two polls read the same entry before the write
+            store.add("c1", node="n", log_type=None, entries=[entry], captured_at=1)
+        await db.inserts.flush()
+        store.add("c1", node="n", log_type=None, entries=[entry], captured_at=2)  # and a third
+        rows = await store.entries("c1", EntryFilter(), log_type=None, limit=10)
+        assert [(row.entry_id, row.captured_at) for row in rows] == [(7, 1)]
         assert db.inserts.refused == 0

@@ -113,7 +113,7 @@ class SlowlogService:
                 "%s log of %s (%s) starts again: the server restarted",
                 log_type or "slow", connection_id, node,
             )  # fmt: skip
-        await self._store.insert(
+        self._store.add(
             connection_id, node=node, log_type=log_type, entries=new, captured_at=now_ms()
         )
         if entries:

@@ -14,9 +14,7 @@ from typing import Any
 from sqlalchemy import (
     BigInteger,
     Column,
-    Connection,
     Index,
-    Insert,
     Integer,
     Row,
     String,
@@ -25,7 +23,6 @@ from sqlalchemy import (
     UniqueConstraint,
     select,
 )
-from sqlalchemy.dialects import postgresql, sqlite
 
 from svc_monitor.engine.slowlog import LogEntry, LogType
 from svc_monitor.slowlog.models import EntryFilter
@@ -85,7 +82,23 @@ class SlowlogStore:
         entries: Sequence[LogEntry],
         captured_at: int,
     ) -> None:
-        """Insert the entries that are not stored yet, oldest first, in one transaction."""
+        """Write the entries that are not stored yet now, with anything else queued."""
+        self.add(
+            connection_id, node=node, log_type=log_type, entries=entries, captured_at=captured_at
+        )
+        await self._db.inserts.flush()
+
+    def add(
+        self,
+        connection_id: str,
+        *,
+        node: str,
+        log_type: LogType | None,
+        entries: Sequence[LogEntry],
+        captured_at: int,
+    ) -> None:
+        """Queue the entries, oldest first, for the next batched write
+        (storage/insert_batcher.py); one already stored is left out then."""
         if not entries:
             return
         table = table_for(log_type)
@@ -108,10 +121,7 @@ class SlowlogStore:
             for e in sorted(entries, key=lambda e: (e.started_at_ms, e.id))
         ]
 
-        def write(conn: Connection) -> None:
-            conn.execute(_insert_ignoring_duplicates(conn, table), rows)
-
-        await self._db.run(write)
+        self._db.inserts.add(table, rows, skip_duplicates=True)
 
     async def newest(
         self, connection_id: str, *, node: str, log_type: LogType | None
@@ -124,6 +134,7 @@ class SlowlogStore:
         if log_type is not None:
             query = query.where(table.c.log_type == log_type)
         query = query.order_by(table.c.started_at.desc(), table.c.id.desc()).limit(1)
+        await self._db.inserts.flush()  # a reader sees every entry recorded so far
         return await self._db.fetch_one(query)
 
     async def entries(
@@ -149,15 +160,8 @@ class SlowlogStore:
         if where.min_duration is not None:
             query = query.where(table.c.duration >= where.min_duration)
         query = query.order_by(table.c.started_at.desc(), table.c.id.desc())
+        await self._db.inserts.flush()
         return await self._db.fetch_all(query.limit(limit).offset(offset))
-
-
-def _insert_ignoring_duplicates(conn: Connection, table: Table) -> Insert:
-    # Both dialect families we run on (SQLite for memory/sqlite/turso, PostgreSQL) spell
-    # "skip rows that hit the unique key" as ON CONFLICT DO NOTHING.
-    if conn.dialect.name == "postgresql":
-        return postgresql.insert(table).on_conflict_do_nothing()
-    return sqlite.insert(table).on_conflict_do_nothing()
 
 
 def _cut(text: str | None) -> str | None:

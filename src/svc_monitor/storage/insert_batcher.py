@@ -18,7 +18,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from sqlalchemy import Connection, Table
+from sqlalchemy import Connection, Insert, Table
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import (
     DBAPIError,
     InterfaceError,
@@ -45,6 +46,7 @@ class InsertBatcher:
         self._delay_s = delay_s
         self._max_rows = max_rows
         self._pending: dict[Table, list[Row]] = {}
+        self._skipping: set[Table] = set()  # tables whose rows skip duplicates
         self._pending_rows = 0
         self._timer: asyncio.TimerHandle | None = None
         self._writer: asyncio.Task[None] | None = None
@@ -57,10 +59,14 @@ class InsertBatcher:
     def pending(self) -> int:
         return self._pending_rows
 
-    def add(self, table: Table, rows: list[Row]) -> None:
-        """Queue rows for `table`; they are written within `delay_s`."""
+    def add(self, table: Table, rows: list[Row], *, skip_duplicates: bool = False) -> None:
+        """Queue rows for `table`; they are written within `delay_s`. With
+        `skip_duplicates`, a row that hits one of the table's unique keys is left out
+        (ON CONFLICT DO NOTHING), so a row queued twice is stored once."""
         if not rows:
             return
+        if skip_duplicates:
+            self._skipping.add(table)
         self._pending.setdefault(table, []).extend(rows)
         self._pending_rows += len(rows)
         self._bound()
@@ -81,10 +87,13 @@ class InsertBatcher:
             if not count:
                 return
 
+            skipping = self._skipping
+
             def write(conn: Connection) -> None:
                 for table, rows in pending.items():
+                    statement = insert_statement(conn, table, skip_duplicates=table in skipping)
                     for group in _by_columns(rows):
-                        conn.execute(table.insert(), group)
+                        conn.execute(statement, group)
 
             try:
                 await self._run(write)
@@ -116,7 +125,8 @@ class InsertBatcher:
         refused = 0
         for index, (table, row) in enumerate(queue):
             try:
-                await self._run(functools.partial(_insert, table=table, row=row))
+                skip = table in self._skipping
+                await self._run(functools.partial(_insert, table=table, row=row, skip=skip))
             except Exception as exc:
                 if not _is_outage(exc):
                     refused += 1
@@ -169,8 +179,19 @@ class InsertBatcher:
         logger.warning("history rows dropped while storage lags: %d so far", self.dropped)
 
 
-def _insert(conn: Connection, *, table: Table, row: Row) -> None:
-    conn.execute(table.insert(), row)
+def insert_statement(conn: Connection, table: Table, *, skip_duplicates: bool) -> Insert:
+    """INSERT into `table`; with `skip_duplicates`, one that leaves out rows hitting a unique
+    key. Both dialect families we run on (SQLite for memory/sqlite/turso, PostgreSQL)
+    spell that ON CONFLICT DO NOTHING."""
+    if not skip_duplicates:
+        return table.insert()
+    if conn.dialect.name == "postgresql":
+        return postgresql.insert(table).on_conflict_do_nothing()
+    return sqlite.insert(table).on_conflict_do_nothing()
+
+
+def _insert(conn: Connection, *, table: Table, row: Row, skip: bool) -> None:
+    conn.execute(insert_statement(conn, table, skip_duplicates=skip), row)
 
 
 def _by_columns(rows: list[Row]) -> list[list[Row]]:
