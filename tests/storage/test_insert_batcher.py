@@ -143,3 +143,24 @@ class TestLogEntriesQueuedTwice:
         rows = await store.entries("c1", EntryFilter(), log_type=None, limit=10)
         assert [(row.entry_id, row.captured_at) for row in rows] == [(7, 1)]
         assert db.inserts.refused == 0
+
+
+class TestABusyWriterWaits:
+    async def test_past_the_high_water_mark_the_writer_waits_for_the_write(self, db: Database):
+        batcher = InsertBatcher(db.run, delay_s=60, max_rows=100)
+        batcher.add(stats_samples, [sample(at) for at in range(1, 10)])
+        await batcher.keep_up()  # under a tenth of the bound: nothing to wait for
+        assert batcher.pending == 9
+        batcher.add(stats_samples, [sample(10)])
+        await batcher.keep_up()
+        assert batcher.pending == 0
+        assert await stored(db) == list(range(1, 11))
+
+    async def test_dropping_is_logged_once_not_per_row(
+        self, db: Database, caplog: pytest.LogCaptureFixture
+    ):
+        batcher = InsertBatcher(db.run, delay_s=60, max_rows=2)
+        for at in range(1, 50):
+            batcher.add(stats_samples, [sample(at)])
+        assert batcher.dropped == 47
+        assert caplog.text.count("history rows dropped") == 1

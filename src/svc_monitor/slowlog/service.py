@@ -116,6 +116,7 @@ class SlowlogService:
         self._store.add(
             connection_id, node=node, log_type=log_type, entries=new, captured_at=now_ms()
         )
+        await self._store.keep_up()
         if entries:
             newest = max(entries, key=lambda e: e.id)
             self._marks[key] = Mark(newest.id, newest.started_at_ms)

@@ -88,6 +88,10 @@ class SlowlogStore:
         )
         await self._db.inserts.flush()
 
+    async def keep_up(self) -> None:
+        """Wait for storage when it is behind (storage/insert_batcher.py)."""
+        await self._db.inserts.keep_up()
+
     def add(
         self,
         connection_id: str,

@@ -45,6 +45,7 @@ class InsertBatcher:
         self._run = run
         self._delay_s = delay_s
         self._max_rows = max_rows
+        self._high_water = max(1, max_rows // 10)
         self._pending: dict[Table, list[Row]] = {}
         self._skipping: set[Table] = set()  # tables whose rows skip duplicates
         self._pending_rows = 0
@@ -58,6 +59,13 @@ class InsertBatcher:
     @property
     def pending(self) -> int:
         return self._pending_rows
+
+    async def keep_up(self) -> None:
+        """For a busy writer (the log polls): past `high_water` queued rows, write them now
+        and wait. Storage that falls behind then slows the polls that fill it, as one
+        transaction per poll did, instead of filling the queue until rows are dropped."""
+        if self._pending_rows >= self._high_water:
+            await self.flush()
 
     def add(self, table: Table, rows: list[Row], *, skip_duplicates: bool = False) -> None:
         """Queue rows for `table`; they are written within `delay_s`. With
@@ -168,6 +176,7 @@ class InsertBatcher:
         excess = self._pending_rows - self._max_rows
         if excess <= 0:
             return
+        before = self.dropped
         for rows in self._pending.values():
             cut = min(excess, len(rows))
             del rows[:cut]
@@ -176,7 +185,9 @@ class InsertBatcher:
             self.dropped += cut
             if not excess:
                 break
-        logger.warning("history rows dropped while storage lags: %d so far", self.dropped)
+        # Once, then every further 10,000: a long outage must not flood the log.
+        if before == 0 or before // 10_000 != self.dropped // 10_000:
+            logger.warning("history rows dropped while storage lags: %d so far", self.dropped)
 
 
 def insert_statement(conn: Connection, table: Table, *, skip_duplicates: bool) -> Insert:
