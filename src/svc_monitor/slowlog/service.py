@@ -113,10 +113,12 @@ class SlowlogService:
                 "%s log of %s (%s) starts again: the server restarted",
                 log_type or "slow", connection_id, node,
             )  # fmt: skip
+        # Room first, then the rows: a thousand polls that each queued and then waited
+        # would overfill the queue before the first of them had waited.
+        await self._store.keep_up()
         self._store.add(
             connection_id, node=node, log_type=log_type, entries=new, captured_at=now_ms()
         )
-        await self._store.keep_up()
         if entries:
             newest = max(entries, key=lambda e: e.id)
             self._marks[key] = Mark(newest.id, newest.started_at_ms)
