@@ -16,14 +16,6 @@ from svc_monitor.storage.insert_batcher import InsertBatcher
 from tests.fixtures.app import make_settings
 
 
-@pytest.fixture
-async def db(storage: dict[str, Any]):
-    database = Database.from_settings(make_settings(**storage))
-    await database.migrate()
-    yield database
-    await database.close()
-
-
 def sample(at: int, connection_id: str = "c1") -> dict[str, Any]:
     return {"connection_id": connection_id, "captured_at": at, "ops_per_sec": at}
 

@@ -2,7 +2,6 @@ import asyncio
 import time
 from typing import Any
 
-import pytest
 from sqlalchemy import func, select
 
 from svc_monitor.info_history.store import memory_snapshots, stats_samples
@@ -22,14 +21,6 @@ async def fill(db: Database, *, ages_days: list[float], now: int = NOW) -> None:
 async def ages_left(db: Database) -> list[float]:
     rows = await db.fetch_all(select(memory_snapshots.c.captured_at).order_by("captured_at"))
     return [round((NOW - r.captured_at) / DAY_MS, 1) for r in rows]
-
-
-@pytest.fixture
-async def db(storage: dict[str, Any]):
-    database = Database.from_settings(make_settings(**storage))
-    await database.migrate()
-    yield database
-    await database.close()
 
 
 class TestRetention:

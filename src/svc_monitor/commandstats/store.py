@@ -54,11 +54,6 @@ class CommandstatsStore:
         """Queue rows for the next batched write (storage/insert_batcher.py)."""
         self._db.inserts.add(commandstats_samples, rows)
 
-    async def insert(self, rows: list[dict[str, Any]]) -> None:
-        """Written now, with anything else queued, in one transaction."""
-        self.add(rows)
-        await self._db.inserts.flush()
-
     async def history(
         self,
         connection_id: str,

@@ -9,7 +9,7 @@ import asyncio
 import functools
 import ssl
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -157,12 +157,20 @@ class EngineClient:
 
     async def execute(self, *args: Any) -> Any:
         """Run one command; EngineError on any failure."""
+        return await self._bounded(
+            command_name(args),
+            lambda: self._client.execute_command(*args),  # type: ignore[no-untyped-call]
+        )
+
+    async def _bounded(self, name: str, call: Callable[[], Awaitable[Any]]) -> Any:
+        """`call` under the deadline and a connection slot, counted in the ledger as
+        `name`; EngineError on any failure."""
         started = time.perf_counter()
         failed = True
         try:
             async with asyncio.timeout(self.deadline_s), self._slots:
                 self._refuse_if_closed()
-                reply = await self._client.execute_command(*args)  # type: ignore[no-untyped-call]
+                reply = await call()
                 failed = False
                 return reply
         except EngineError:
@@ -170,7 +178,7 @@ class EngineClient:
         except Exception as exc:
             raise self._translate(exc) from None
         finally:
-            self.ledger.record(command_name(args), time.perf_counter() - started, failed=failed)
+            self.ledger.record(name, time.perf_counter() - started, failed=failed)
 
     async def ping(self) -> None:
         await self.execute("PING")
@@ -183,37 +191,30 @@ class EngineClient:
         return reply if isinstance(reply, bytes) else str(reply).encode()
 
     async def _info_on_its_connection(self, sections: tuple[str, ...]) -> Any:
-        """INFO over the INFO connection, bounded by the same deadline as `execute`.
+        """INFO over the INFO connection, bounded as `execute` is.
 
         Any failure closes that connection, so a reply that arrives late can never be read
         as the answer to the next INFO. A connection the server closed while we were not
         looking is opened afresh first, as the pool would.
         """
-        started = time.perf_counter()
-        failed = True
         connection = self._info_connection
+
+        async def ask() -> Any:
+            if connection.closed_by_peer:
+                await connection.disconnect(nowait=True)
+            await connection.connect()  # type: ignore[no-untyped-call]
+            try:
+                await connection.send_bytes(_packed("INFO", *sections))
+                return await connection.read_response()
+            except BaseException:
+                await connection.disconnect(nowait=True)
+                raise
+
         self._info_busy = True
         try:
-            async with asyncio.timeout(self.deadline_s), self._slots:
-                self._refuse_if_closed()
-                if connection.closed_by_peer:
-                    await connection.disconnect(nowait=True)
-                await connection.connect()  # type: ignore[no-untyped-call]
-                try:
-                    await connection.send_bytes(_packed("INFO", *sections))
-                    reply = await connection.read_response()
-                except BaseException:
-                    await connection.disconnect(nowait=True)
-                    raise
-                failed = False
-                return reply
-        except EngineError:
-            raise
-        except Exception as exc:
-            raise self._translate(exc) from None
+            return await self._bounded("INFO", ask)
         finally:
             self._info_busy = False
-            self.ledger.record("INFO", time.perf_counter() - started, failed=failed)
 
     async def info(self, *sections: str) -> ParsedInfo:
         raw = await self.info_raw(*sections)

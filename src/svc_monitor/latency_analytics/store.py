@@ -46,13 +46,6 @@ class LatencyStore:
         if histogram is not None:
             self._db.inserts.add(latency_histograms, [histogram])
 
-    async def insert(
-        self, snapshots: list[dict[str, Any]], histogram: dict[str, Any] | None
-    ) -> None:
-        """Both written now, with anything else queued, in one transaction."""
-        self.add(snapshots, histogram)
-        await self._db.inserts.flush()
-
     async def latest_event_times(self, connection_id: str) -> dict[str, int]:
         """The newest stored spike time of each event, to resume deduplication after a
         restart without storing the server's current events a second time."""

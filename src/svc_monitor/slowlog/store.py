@@ -73,21 +73,6 @@ class SlowlogStore:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    async def insert(
-        self,
-        connection_id: str,
-        *,
-        node: str,
-        log_type: LogType | None,
-        entries: Sequence[LogEntry],
-        captured_at: int,
-    ) -> None:
-        """Write the entries that are not stored yet now, with anything else queued."""
-        self.add(
-            connection_id, node=node, log_type=log_type, entries=entries, captured_at=captured_at
-        )
-        await self._db.inserts.flush()
-
     async def keep_up(self) -> None:
         """Wait for storage when it is behind (storage/insert_batcher.py)."""
         await self._db.inserts.keep_up()
