@@ -247,3 +247,38 @@ class TestMonitorLoad:
             await eventually(ten_more_info_passes)
             assert passes("cluster") == cluster_before
             assert cluster_before <= 1  # at most the one before detection finished
+
+
+class TestShutdown:
+    async def test_stuck_connections_are_stopped_together_not_one_grace_each(
+        self, memory_app_factory: AppFactory, server_factory: ServerFactory
+    ):
+        """Every pass hangs on a paused server (its deadline is far off), so each stop
+        waits out the grace period before cancelling: together that is one grace period,
+        one by one it was one per connection."""
+        stuck = server_factory.start("valkey")
+        slow = {"ENGINE_CONNECT_TIMEOUT_MS": 20_000, "ENGINE_COMMAND_TIMEOUT_MS": 20_000}
+        app_context = memory_app_factory(**slow, DB_HOST=HOST, DB_PORT=stuck.port)
+        app = await app_context.__aenter__()
+        try:
+            for n in range(3):
+                created = await app.client.post(
+                    "/api/connections", json={"name": f"n{n}", "host": HOST, "port": stuck.port}
+                )
+                assert created.status_code == 201
+            supervisor = app.features.supervisor
+
+            async def all_polled() -> bool:
+                return len(supervisor.polled_connections()) == 4
+
+            await eventually(all_polled)
+            server_factory.pause(stuck)
+            await asyncio.sleep(1.5)  # every connection's next INFO pass is now stuck
+        finally:
+            started = time.monotonic()
+            await app_context.__aexit__(None, None, None)
+            took = time.monotonic() - started
+            server_factory.resume(stuck)
+            server_factory.stop(stuck)
+        # One grace period (2 s) and the rest of shutdown; one each would be 8 s.
+        assert took < 5

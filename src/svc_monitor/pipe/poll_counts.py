@@ -34,10 +34,17 @@ class PollCounts:
         # Passes that started over a tenth of their interval after they were due, by kind:
         # how an operator (and bench/poll_fanout.py) tells the poller has fallen behind.
         self.late: dict[str, int] = {}
+        # The keys of `passes` by connection: forgetting one of a thousand connections
+        # must not scan every key (a shutdown forgets them all).
+        self._keys_of: dict[str, set[tuple[str, str, bool]]] = {}
 
     def record(self, connection_id: str, kind: str, *, seconds: float, ok: bool) -> None:
         key = (connection_id, kind, ok)
-        self.passes[key] = self.passes.get(key, 0) + 1
+        count = self.passes.get(key)
+        if count is None:
+            self._keys_of.setdefault(connection_id, set()).add(key)
+            count = 0
+        self.passes[key] = count + 1
         histogram = self.durations.get(kind)
         if histogram is None:
             histogram = self.durations[kind] = DurationHistogram()
@@ -47,5 +54,5 @@ class PollCounts:
         self.late[kind] = self.late.get(kind, 0) + 1
 
     def forget(self, connection_id: str) -> None:
-        for key in [k for k in self.passes if k[0] == connection_id]:
-            del self.passes[key]
+        for key in self._keys_of.pop(connection_id, ()):
+            self.passes.pop(key, None)
