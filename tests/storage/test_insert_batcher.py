@@ -9,6 +9,7 @@ from sqlalchemy import func, select
 from svc_monitor.commandstats.store import CommandstatsStore, commandstats_samples
 from svc_monitor.engine.slowlog import LogEntry
 from svc_monitor.info_history.store import MetricsStore, stats_samples
+from svc_monitor.latency_analytics.store import LatencyStore, latency_histograms
 from svc_monitor.slowlog.models import EntryFilter
 from svc_monitor.slowlog.store import SlowlogStore
 from svc_monitor.storage.database import Database
@@ -122,6 +123,18 @@ class TestRowsStorageRefuses:
         await db.inserts.flush()
         assert await stored(db) == [1, 2]
         assert db.inserts.refused == 0
+
+
+    async def test_a_json_value_is_stored_as_json_and_read_back_whole(self, db: Database):
+        """The batch goes straight to the driver, so the column's own conversion (JSON
+        text here) must still be applied on the way."""
+        histogram = {"connection_id": "c1", "captured_at": 7, "data": {"get": {"calls": 3}}}
+        store = LatencyStore(db)
+        store.add([], histogram)
+        rows = await store.range(
+            latency_histograms, "c1", since=None, until=None, limit=10, offset=0
+        )
+        assert [row.data for row in rows] == [{"get": {"calls": 3}}]
 
 
 class TestLogEntriesQueuedTwice:
