@@ -1,5 +1,7 @@
+import asyncio
 import importlib
 import pkgutil
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -101,6 +103,35 @@ class TestTurso:
             assert await db.run(where) != loop_thread
         finally:
             await db.close()
+
+
+class TestRequestsBeforeHistory:
+    @pytest.mark.parametrize("kind", [StorageType.MEMORY, StorageType.SQLITE])
+    async def test_a_request_waits_only_for_the_write_in_progress(
+        self, kind: StorageType, tmp_path: Path
+    ):
+        """History batches queue in the background; the health check's ping (or any
+        request) runs before those still waiting, not after them all."""
+        db = Database.open(kind, sqlite_path=tmp_path / "lanes.db")
+        await db.migrate()
+
+        def slow_batch(conn: Connection) -> None:
+            time.sleep(0.3)
+
+        try:
+            batches = [
+                asyncio.ensure_future(db.run(slow_batch, background=True)) for _ in range(5)
+            ]
+            await asyncio.sleep(0.05)  # the first batch is being written
+            started = time.monotonic()
+            await db.ping()
+            waited = time.monotonic() - started
+            done_before_ping = sum(b.done() for b in batches)
+            await asyncio.gather(*batches)
+        finally:
+            await db.close()
+        assert done_before_ping <= 1
+        assert waited < 0.6  # the batch in progress; behind all five it was 1.5 s
 
 
 class TestStorageDown:

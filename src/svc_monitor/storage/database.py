@@ -13,7 +13,6 @@ transaction on whichever engine this is. That keeps each query written once.
 import asyncio
 import logging
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -24,6 +23,7 @@ from sqlalchemy.pool import StaticPool
 from svc_monitor.config import Settings, StorageType
 from svc_monitor.storage.insert_batcher import InsertBatcher
 from svc_monitor.storage.metadata import metadata
+from svc_monitor.storage.storage_thread import StorageThread
 from svc_monitor.storage.wal_checkpointer import BACKSTOP_PAGES, WalCheckpointer
 
 if TYPE_CHECKING:
@@ -49,9 +49,10 @@ class Database:
         self._async_engine = async_engine
         self._sync_engine = sync_engine
         self._checkpointer = checkpointer
-        self._thread = ThreadPoolExecutor(1, "svc-storage") if sync_engine is not None else None
-        # History samples, written a second's worth at a time (storage/insert_batcher.py).
-        self.inserts = InsertBatcher(self.run)
+        self._thread = StorageThread("svc-storage") if sync_engine is not None else None
+        # History samples, written a second's worth at a time (storage/insert_batcher.py),
+        # behind every request's work (storage/storage_thread.py).
+        self.inserts = InsertBatcher(self._run_in_background)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> "Database":
@@ -100,8 +101,9 @@ class Database:
         sync_engine = create_engine(libsql_url(url), connect_args=connect_args)
         return cls(kind, sync_engine=sync_engine)
 
-    async def run(self, work: Callable[[Connection], T]) -> T:
-        """Run `work` in one transaction and return what it returns."""
+    async def run(self, work: Callable[[Connection], T], *, background: bool = False) -> T:
+        """Run `work` in one transaction and return what it returns. On the storage
+        thread, `background` work waits until no other work is queued."""
         if self._async_engine is not None:
             async with self._async_engine.begin() as conn:
                 return await conn.run_sync(work)
@@ -113,7 +115,10 @@ class Database:
             with engine.begin() as conn:
                 return work(conn)
 
-        return await asyncio.get_running_loop().run_in_executor(self._thread, in_thread)
+        return await asyncio.wrap_future(self._thread.submit(in_thread, background=background))
+
+    async def _run_in_background(self, work: Callable[[Connection], None]) -> None:
+        await self.run(work, background=True)
 
     async def fetch_all(self, statement: Executable) -> Sequence[Row[Any]]:
         return await self.run(lambda conn: conn.execute(statement).all())
@@ -153,8 +158,8 @@ class Database:
         if self._sync_engine is not None:
             assert self._thread is not None
             engine = self._sync_engine
-            await asyncio.get_running_loop().run_in_executor(self._thread, engine.dispose)
-            self._thread.shutdown(wait=True)
+            await asyncio.wrap_future(self._thread.submit(engine.dispose))
+            await asyncio.to_thread(self._thread.shutdown)
         if self._checkpointer is not None:
             await asyncio.to_thread(self._checkpointer.stop)
 
