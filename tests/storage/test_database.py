@@ -119,9 +119,7 @@ class TestRequestsBeforeHistory:
             time.sleep(0.3)
 
         try:
-            batches = [
-                asyncio.ensure_future(db.run(slow_batch, background=True)) for _ in range(5)
-            ]
+            batches = [asyncio.ensure_future(db.run(slow_batch, background=True)) for _ in range(5)]
             await asyncio.sleep(0.05)  # the first batch is being written
             started = time.monotonic()
             await db.ping()

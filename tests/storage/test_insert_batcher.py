@@ -124,7 +124,6 @@ class TestRowsStorageRefuses:
         assert await stored(db) == [1, 2]
         assert db.inserts.refused == 0
 
-
     async def test_a_json_value_is_stored_as_json_and_read_back_whole(self, db: Database):
         """The batch goes straight to the driver, so the column's own conversion (JSON
         text here) must still be applied on the way."""
