@@ -1,10 +1,11 @@
 """History rows queued by the poller reach storage together, and survive a storage outage."""
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import Connection, create_engine, event, func, select
 
 from svc_monitor.commandstats.store import CommandstatsStore, commandstats_samples
 from svc_monitor.engine.slowlog import LogEntry
@@ -71,6 +72,66 @@ class TestBatchedWrites:
         finally:
             await again.close()
 
+    async def test_a_json_value_is_stored_as_json_and_read_back_whole(self, db: Database):
+        """The batch goes straight to the driver, so the column's own conversion (JSON
+        text here) must still be applied on the way."""
+        histogram = {"connection_id": "c1", "captured_at": 7, "data": {"get": {"calls": 3}}}
+        store = LatencyStore(db)
+        store.add([], histogram)
+        rows = await store.range(
+            latency_histograms, "c1", since=None, until=None, limit=10, offset=0
+        )
+        assert [row.data for row in rows] == [{"get": {"calls": 3}}]
+
+    async def test_a_thousand_rows_at_once_are_all_stored_in_order(self, db: Database):
+        """Several rows go in each INSERT on SQLite, in statements of several sizes."""
+        store = MetricsStore(db)
+        store.add([], [sample(at) for at in range(1, 1301)])
+        await db.inserts.flush()
+        assert await stored(db) == list(range(1, 1301))
+        rows = await store.range(stats_samples, "c1", since=None, until=2, limit=10)
+        assert [(row.captured_at, row.ops_per_sec) for row in rows] == [(1, 1), (2, 2)]
+
+    async def test_rows_hitting_a_unique_key_inside_one_statement_are_left_out(self, db: Database):
+        store = SlowlogStore(db)
+        entries = [
+            LogEntry(i % 40, 1_000, 250, ("GET", "k"), "127.0.0.1:5000", None) for i in range(80)
+        ]
+        store.add("c1", node="n", log_type=None, entries=entries, captured_at=1)
+        await db.inserts.flush()
+        rows = await store.entries("c1", EntryFilter(), log_type=None, limit=100)
+        assert sorted(row.entry_id for row in rows) == list(range(40))
+        assert db.inserts.refused == 0
+
+
+class TestFewStatementsOnSqlite:
+    async def test_a_thousand_rows_take_a_handful_of_statements(self):
+        """The SQLite driver lets go of the interpreter lock around every statement step and
+        must win it back from the busy event loop: a statement per row kept the storage
+        thread, and every request behind it, waiting seconds at a thousand connections."""
+        engine = create_engine("sqlite://")
+        stats_samples.create(engine)
+        steps: list[str] = []  # one per time the driver runs a statement
+
+        def seen(
+            _conn: Any, _cursor: Any, sql: str, parameters: Any, _ctx: Any, many: bool
+        ) -> None:
+            steps.extend([sql] * (len(parameters) if many else 1))
+
+        async def run(work: Callable[[Connection], None]) -> None:
+            with engine.begin() as conn:
+                work(conn)
+
+        event.listen(engine, "before_cursor_execute", seen)
+        batcher = InsertBatcher(run)
+        batcher.add(stats_samples, [sample(at) for at in range(1, 1001)])
+        await batcher.flush()
+        with engine.connect() as conn:
+            count = conn.execute(select(func.count()).select_from(stats_samples)).scalar_one()
+        engine.dispose()
+        assert count == 1000
+        assert 1 <= len([sql for sql in steps if sql.startswith("INSERT")]) <= 10
+
 
 class TestStorageOutage:
     async def test_rows_are_kept_while_writes_fail_and_written_once_they_work(
@@ -123,17 +184,6 @@ class TestRowsStorageRefuses:
         await db.inserts.flush()
         assert await stored(db) == [1, 2]
         assert db.inserts.refused == 0
-
-    async def test_a_json_value_is_stored_as_json_and_read_back_whole(self, db: Database):
-        """The batch goes straight to the driver, so the column's own conversion (JSON
-        text here) must still be applied on the way."""
-        histogram = {"connection_id": "c1", "captured_at": 7, "data": {"get": {"calls": 3}}}
-        store = LatencyStore(db)
-        store.add([], histogram)
-        rows = await store.range(
-            latency_histograms, "c1", since=None, until=None, limit=10, offset=0
-        )
-        assert [row.data for row in rows] == [{"get": {"calls": 3}}]
 
 
 class TestLogEntriesQueuedTwice:

@@ -14,8 +14,10 @@ and counted, so an outage costs history, never the poller's memory or its cadenc
 
 import asyncio
 import functools
+import itertools
 import logging
 import operator
+import sqlite3
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -208,11 +210,17 @@ def _insert_for(dialect_name: str, table: Table, *, skip_duplicates: bool) -> In
 
 Convert = Callable[[Any], Any]
 
+# The most rows one SQLite INSERT carries (a power of two: see _chunk_sizes).
+MULTI_ROW_MAX = 512
+# SQLite's bound on one statement's parameters before 3.32, where the driver cannot say.
+SQLITE_VARIABLES_FALLBACK = 999
+
 
 @dataclass(frozen=True, slots=True)
 class _DriverInsert:
-    """An INSERT compiled once for one dialect and column set: the driver's SQL and, in
-    the order its parameters take, each column with the conversion its value needs."""
+    """An INSERT compiled once for one dialect, column set and number of rows: the
+    driver's SQL and, in the order its parameters take, each column with the conversion
+    its value needs."""
 
     sql: str
     positional: bool
@@ -228,11 +236,17 @@ class _DriverInsert:
         take = operator.itemgetter(*(n for n, _ in columns))
         return [take(row) for row in rows] if len(columns) > 1 else [(take(r),) for r in rows]
 
+    def flat_parameters(self, rows: list[Row]) -> tuple[Any, ...]:
+        """The parameters of several rows in one VALUES list, row after row."""
+        return tuple(itertools.chain.from_iterable(self.parameters(rows)))
+
 
 @functools.lru_cache(maxsize=256)
 def _compiled(
-    dialect: Dialect, table: Table, names: tuple[str, ...], skip_duplicates: bool
-) -> _DriverInsert:
+    dialect: Dialect, table: Table, names: tuple[str, ...], skip_duplicates: bool, rows: int = 1
+) -> _DriverInsert | None:
+    """The INSERT for `rows` rows at once; None where the SQL does not have the one
+    VALUES group of question marks it is spelled with on SQLite (then rows go one a step)."""
     statement = _insert_for(dialect.name, table, skip_duplicates=skip_duplicates)
     compiled = statement.compile(dialect=dialect, column_keys=list(names))
     order = compiled.positiontup
@@ -240,15 +254,66 @@ def _compiled(
         (name, table.c[name].type.dialect_impl(dialect).bind_processor(dialect))
         for name in (names if order is None else order)
     )
-    return _DriverInsert(str(compiled), order is not None, columns)
+    sql = str(compiled)
+    if rows > 1:
+        group = "(" + ", ".join("?" * len(columns)) + ")"
+        if order is None or sql.count(group) != 1:
+            return None
+        sql = sql.replace(group, ", ".join([group] * rows))
+    return _DriverInsert(sql, order is not None, columns)
 
 
 def _insert_many(conn: Connection, table: Table, rows: list[Row], *, skip_duplicates: bool) -> None:
-    """One executemany straight to the driver, the statement compiled once per column set:
-    SQLAlchemy's own executemany rebuilt every row's parameters in Python, most of the
-    storage thread's time at a thousand connections (py-spy)."""
-    compiled = _compiled(conn.dialect, table, tuple(rows[0]), skip_duplicates)
+    """Rows straight to the driver, each statement compiled once per column set: SQLAlchemy's
+    own executemany rebuilt every row's parameters in Python, most of the storage thread's
+    time at a thousand connections (py-spy).
+
+    On SQLite, many rows go in each INSERT. The driver lets go of the interpreter lock
+    around every step of a statement and must win it back from the busy event loop
+    afterwards, which takes up to the switch interval (5 ms): an executemany of 1,000
+    rows, a step each, held the storage thread, and every request queued behind it, for
+    seconds at a thousand connections, where ten statements take milliseconds."""
+    names = tuple(rows[0])
+    dialect = conn.dialect
+    if dialect.name == "sqlite" and len(rows) > 1:
+        start = 0
+        for size in _chunk_sizes(len(rows), _rows_per_statement(conn, len(names))):
+            many = _compiled(dialect, table, names, skip_duplicates, size)
+            if many is None:
+                break  # not the SQL we expect: the rest one a step, as on other dialects
+            chunk = rows[start : start + size]
+            conn.exec_driver_sql(many.sql, many.flat_parameters(chunk))
+            start += size
+        rows = rows[start:]
+        if not rows:
+            return
+    compiled = _compiled(dialect, table, names, skip_duplicates)
+    assert compiled is not None  # one row's INSERT is always the plain compiled one
     conn.exec_driver_sql(compiled.sql, compiled.parameters(rows))
+
+
+def _rows_per_statement(conn: Connection, columns: int) -> int:
+    """The most rows one INSERT may carry: a power of two within SQLite's bound on a
+    statement's parameters and within MULTI_ROW_MAX."""
+    variables = SQLITE_VARIABLES_FALLBACK
+    driver = conn.connection.driver_connection
+    getlimit = getattr(driver, "getlimit", None)  # Python 3.11's sqlite3; not every driver
+    if getlimit is not None:
+        variables = getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
+    fits = max(1, min(MULTI_ROW_MAX, variables // max(1, columns)))
+    return 1 << (fits.bit_length() - 1)
+
+
+def _chunk_sizes(count: int, largest: int) -> list[int]:
+    """`count` rows as full statements of `largest` rows, then the rest in powers of two:
+    a handful of statements, and only a handful of distinct ones to compile and cache."""
+    sizes = [largest] * (count // largest)
+    rest = count % largest
+    while rest:
+        size = 1 << (rest.bit_length() - 1)
+        sizes.append(size)
+        rest -= size
+    return sizes
 
 
 def _insert(conn: Connection, *, table: Table, row: Row, skip: bool) -> None:
