@@ -132,6 +132,39 @@ class TestRequestsBeforeHistory:
         assert waited < 0.6  # the batch in progress; behind all five it was 1.5 s
 
 
+class TestBusyEventLoop:
+    @pytest.mark.parametrize("kind", [StorageType.MEMORY, StorageType.SQLITE])
+    async def test_storage_answers_at_once_while_the_loop_is_busy(
+        self, kind: StorageType, tmp_path: Path
+    ):
+        """A loop always busy in short steps, as at a thousand connections: each call into
+        SQLite lets go of the interpreter lock, and the storage thread must get it back.
+        Without the loop's naps, one of these pings waited tens of seconds."""
+        db = Database.open(kind, sqlite_path=tmp_path / "busy.db")
+        await db.migrate()
+        stop = asyncio.Event()
+
+        async def busy() -> None:
+            while not stop.is_set():
+                until = time.perf_counter() + 0.0003
+                while time.perf_counter() < until:
+                    pass
+                await asyncio.sleep(0)
+
+        burner = asyncio.create_task(busy())
+        try:
+            started = time.monotonic()
+            async with asyncio.timeout(20):
+                for _ in range(30):
+                    await db.ping()
+            took = time.monotonic() - started
+        finally:
+            stop.set()
+            await burner
+            await db.close()
+        assert took < 3
+
+
 class TestStorageDown:
     async def test_health_503s_when_storage_is_gone(self, valkey_server: RunningServer):
         name = f"svc_test_gone_{uuid.uuid4().hex[:8]}"

@@ -21,6 +21,7 @@ from sqlalchemy import Connection, Engine, Executable, Row, create_engine, event
 from sqlalchemy.pool import StaticPool
 
 from svc_monitor.config import Settings, StorageType
+from svc_monitor.storage.gil_handover import GilHandover
 from svc_monitor.storage.insert_batcher import InsertBatcher
 from svc_monitor.storage.metadata import metadata
 from svc_monitor.storage.storage_thread import StorageThread
@@ -50,6 +51,7 @@ class Database:
         self._sync_engine = sync_engine
         self._checkpointer = checkpointer
         self._thread = StorageThread("svc-storage") if sync_engine is not None else None
+        self._handover = GilHandover()
         # History samples, written a second's worth at a time (storage/insert_batcher.py),
         # behind every request's work (storage/storage_thread.py).
         self.inserts = InsertBatcher(self._run_in_background)
@@ -115,7 +117,12 @@ class Database:
             with engine.begin() as conn:
                 return work(conn)
 
-        return await asyncio.wrap_future(self._thread.submit(in_thread, background=background))
+        future = self._thread.submit(in_thread, background=background)
+        self._handover.started()
+        try:
+            return await asyncio.wrap_future(future)
+        finally:
+            self._handover.finished()
 
     async def _run_in_background(self, work: Callable[[Connection], None]) -> None:
         await self.run(work, background=True)

@@ -1,9 +1,11 @@
 """Health of the service's parts: the API itself, its storage, the selected engine."""
 
+import asyncio
 import time
 from typing import Literal
 
 from svc_monitor import __version__
+from svc_monitor.connections.models import Connection
 from svc_monitor.connections.schemas import Capabilities
 from svc_monitor.connections.service import ConnectionService
 from svc_monitor.errors import NotFound
@@ -20,10 +22,24 @@ class HealthService:
         self._started = time.monotonic()
 
     async def health(self, connection_id: str | None) -> HealthRead:
-        storage = await self._storage()
-        database = await self._database(connection_id) if storage.status == "ok" else None
-        if database is None:
+        # Storage's ping and the connection's lookup at once: on a busy service every await
+        # waits for a turn of the event loop, and a probe's timeout counts them all.
+        storage, found = await asyncio.gather(self._storage(), self._find(connection_id))
+        if (
+            storage.status == "ok"
+            and isinstance(found, Exception)
+            and not isinstance(found, NotFound)
+        ):
+            storage = self._storage_error(found)  # storage failed between the two
+        if storage.status != "ok":
             database = DatabaseHealth(status="disconnected", error="storage is unavailable")
+        elif isinstance(found, NotFound):
+            if connection_id is not None:
+                raise found  # an unknown X-Connection-Id is the caller's mistake: 404
+            database = DatabaseHealth(status="disconnected", error=found.message)
+        else:
+            assert isinstance(found, Connection)
+            database = await self._database(found)
         status: Literal["ok", "degraded", "error"] = "ok"
         if storage.status != "ok":
             status = "error"
@@ -41,22 +57,27 @@ class HealthService:
         )
 
     async def _storage(self) -> StorageHealth:
-        kind, persistent = self._db.kind.value, self._db.persistent
         try:
             await self._db.ping()
         except Exception as exc:  # any driver failure means the same thing here
-            return StorageHealth(
-                status="error", type=kind, persistent=persistent, error=type(exc).__name__
-            )
-        return StorageHealth(status="ok", type=kind, persistent=persistent)
+            return self._storage_error(exc)
+        return StorageHealth(status="ok", type=self._db.kind.value, persistent=self._db.persistent)
 
-    async def _database(self, connection_id: str | None) -> DatabaseHealth:
+    def _storage_error(self, exc: Exception) -> StorageHealth:
+        kind, persistent = self._db.kind.value, self._db.persistent
+        return StorageHealth(
+            status="error", type=kind, persistent=persistent, error=type(exc).__name__
+        )
+
+    async def _find(self, connection_id: str | None) -> Connection | Exception:
+        """The connection to report on, or why there is none (storage's own failure is
+        told by the ping beside this)."""
         try:
-            connection = await self._connections.resolve(connection_id)
-        except NotFound as exc:
-            if connection_id is not None:
-                raise  # an unknown X-Connection-Id is the caller's mistake: 404
-            return DatabaseHealth(status="disconnected", error=exc.message)
+            return await self._connections.resolve(connection_id)
+        except Exception as exc:
+            return exc
+
+    async def _database(self, connection: Connection) -> DatabaseHealth:
         where = DatabaseHealth(
             status="disconnected",
             connectionId=connection.id,
