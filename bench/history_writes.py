@@ -9,7 +9,7 @@ loop is busy polling. For memory and SQLite-file storage this prints:
     `--repeats`): the storage thread's own cost;
   - the same flush of a thousand rows while the event loop burns CPU in 0.5 ms steps, as a
     saturated loop does, letting go of the interpreter lock between steps: the storage
-    thread must win the lock back after every call into SQLite (storage/gil_handover.py);
+    thread must win the lock back after every call into SQLite (kit/gil_handover.py);
   - how long `/health`'s storage ping waits when it is handed in just after that flush
     started (median of the repeats).
 

@@ -16,6 +16,7 @@ from svc_monitor.config import StorageType
 from svc_monitor.storage.database import Database, libsql_url, postgres_url
 from svc_monitor.storage.metadata import metadata
 from tests.fixtures.app import make_settings, running_app, target_of
+from tests.fixtures.busy_loop import busy_event_loop
 from tests.fixtures.servers import RunningServer
 from tests.fixtures.storage import admin_sql, pg_url
 
@@ -142,25 +143,14 @@ class TestBusyEventLoop:
         Without the loop's naps, one of these pings waited tens of seconds."""
         db = Database.open(kind, sqlite_path=tmp_path / "busy.db")
         await db.migrate()
-        stop = asyncio.Event()
-
-        async def busy() -> None:
-            while not stop.is_set():
-                until = time.perf_counter() + 0.0003
-                while time.perf_counter() < until:
-                    pass
-                await asyncio.sleep(0)
-
-        burner = asyncio.create_task(busy())
         try:
-            started = time.monotonic()
-            async with asyncio.timeout(20):
-                for _ in range(30):
-                    await db.ping()
-            took = time.monotonic() - started
+            async with busy_event_loop():
+                started = time.monotonic()
+                async with asyncio.timeout(20):
+                    for _ in range(30):
+                        await db.ping()
+                took = time.monotonic() - started
         finally:
-            stop.set()
-            await burner
             await db.close()
         assert took < 3
 

@@ -5,13 +5,13 @@ OWASP's floor (m=19 MiB, t=2). Hashing takes tens of milliseconds, so it runs on
 thread, and a length cap applies before hashing so a megabyte "password" costs nothing.
 """
 
-import asyncio
 import functools
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
 from svc_monitor.errors import Unprocessable
+from svc_monitor.kit.gil_handover import to_thread
 
 MIN_PASSWORD_LENGTH = 8
 MAX_PASSWORD_LENGTH = 256  # characters; long passphrases fit, a hash-DoS payload does not
@@ -31,7 +31,7 @@ def check_new_password(password: str, *, field: str = "password") -> None:
 
 
 async def hash_password(password: str) -> str:
-    return await asyncio.to_thread(_hasher.hash, password)
+    return await to_thread(_hasher.hash, password)
 
 
 async def password_matches(stored_hash: str | None, password: str) -> bool:
@@ -39,7 +39,7 @@ async def password_matches(stored_hash: str | None, password: str) -> bool:
     in only through the broker) a dummy hash is checked, so the answer takes as long."""
     if len(password) > MAX_PASSWORD_LENGTH:
         return False
-    return await asyncio.to_thread(_verify, stored_hash or _dummy_hash(), password, stored_hash)
+    return await to_thread(_verify, stored_hash or _dummy_hash(), password, stored_hash)
 
 
 def _verify(stored_hash: str, password: str, real: str | None) -> bool:

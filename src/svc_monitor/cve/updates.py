@@ -7,7 +7,6 @@ last good dataset stays. An adopted update is kept in app_meta, so a restart (or
 replica on the same storage) starts from it rather than from the shipped copy.
 """
 
-import asyncio
 import json
 import logging
 from collections.abc import Callable
@@ -17,6 +16,7 @@ from typing import Literal
 from svc_monitor.config import Settings
 from svc_monitor.cve.dataset import DatasetInvalid, parse_dataset, shipped_dataset
 from svc_monitor.cve.models import Dataset
+from svc_monitor.kit.gil_handover import to_thread
 from svc_monitor.kit.outbound import get_json
 from svc_monitor.storage.app_meta import AppMetaStore
 
@@ -69,7 +69,7 @@ class DatasetSource:
         url = self.url
         timeout_s = self._settings.LICENSE_TIMEOUT_MS / 1000
         try:
-            reply = await asyncio.to_thread(get_json, url, timeout_s=timeout_s)
+            reply = await to_thread(get_json, url, timeout_s=timeout_s)
         except (OSError, ValueError) as exc:  # URLError and timeouts are OSErrors
             logger.info("CVE dataset source %s did not answer: %s", url, exc)
             return "unreachable"

@@ -5,12 +5,12 @@ their chain dropped): a key or passphrase must not reach a log or a response eve
 future release starts echoing input.
 """
 
-import asyncio
 from pathlib import Path
 
 import asyncssh
 
 from svc_monitor.engine.errors import SshKeyError
+from svc_monitor.kit.gil_handover import to_thread
 
 # A PEM RSA-16384 key is about 12 KiB; anything far larger is not a key (checklist E08).
 MAX_KEY_BYTES = 64 * 1024
@@ -27,10 +27,10 @@ async def load_client_key(
     if text is not None:
         data = text.encode()
     elif path is not None:
-        data = await asyncio.to_thread(_read_key_file, Path(path), bastion)
+        data = await to_thread(_read_key_file, Path(path), bastion)
     else:
         raise SshKeyError(f"no private key configured for SSH bastion {bastion}")
-    return await asyncio.to_thread(_import_key, data, passphrase, bastion)
+    return await to_thread(_import_key, data, passphrase, bastion)
 
 
 def _read_key_file(path: Path, bastion: str) -> bytes:

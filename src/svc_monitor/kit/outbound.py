@@ -2,7 +2,7 @@
 
 The standard library on a thread, not httpx: a few requests an hour do not justify
 loading an HTTP client stack into every idle service (bench/startup.py). Callers run
-these with `asyncio.to_thread` and decide what an unreachable endpoint means.
+these with `kit.gil_handover.to_thread` and decide what an unreachable endpoint means.
 """
 
 import json

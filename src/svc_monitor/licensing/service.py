@@ -31,6 +31,7 @@ from urllib.parse import urlsplit
 from svc_monitor import __version__
 from svc_monitor.config import Settings
 from svc_monitor.errors import AppError, Conflict, NotFound, Unavailable
+from svc_monitor.kit.gil_handover import to_thread
 from svc_monitor.kit.outbound import Reply, post_json
 from svc_monitor.licensing.files import LicenseFiles, PersistedToken, key_fingerprint
 from svc_monitor.licensing.models import Feature, Tier
@@ -240,7 +241,7 @@ class LicenseService:
         }
         timeout_s = self._settings.LICENSE_TIMEOUT_MS / 1000
         try:
-            reply = await asyncio.to_thread(post_json, url, body, timeout_s=timeout_s)
+            reply = await to_thread(post_json, url, body, timeout_s=timeout_s)
         except OSError as exc:
             self._note("online", "warning", f"the entitlement server did not answer: {exc}")
             return None

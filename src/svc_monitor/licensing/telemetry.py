@@ -12,6 +12,7 @@ import platform
 
 from svc_monitor import __version__
 from svc_monitor.config import Settings
+from svc_monitor.kit.gil_handover import to_thread
 from svc_monitor.kit.outbound import post_json
 from svc_monitor.licensing.service import LicenseService
 
@@ -64,7 +65,7 @@ class UsageTelemetry:
         url = self._settings.ENTITLEMENT_URL.rstrip("/") + "/v1/telemetry"
         timeout_s = self._settings.LICENSE_TIMEOUT_MS / 1000
         try:
-            reply = await asyncio.to_thread(post_json, url, self.report(), timeout_s=timeout_s)
+            reply = await to_thread(post_json, url, self.report(), timeout_s=timeout_s)
         except OSError as exc:
             logger.debug("telemetry not sent: %s", exc)
             return False

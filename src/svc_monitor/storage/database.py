@@ -21,7 +21,7 @@ from sqlalchemy import Connection, Engine, Executable, Row, create_engine, event
 from sqlalchemy.pool import StaticPool
 
 from svc_monitor.config import Settings, StorageType
-from svc_monitor.storage.gil_handover import GilHandover
+from svc_monitor.kit.gil_handover import GilHandover
 from svc_monitor.storage.insert_batcher import InsertBatcher
 from svc_monitor.storage.metadata import metadata
 from svc_monitor.storage.storage_thread import StorageThread

@@ -14,6 +14,7 @@ from typing import Any
 
 from svc_monitor import __version__
 from svc_monitor.config import Settings
+from svc_monitor.kit.gil_handover import to_thread
 from svc_monitor.kit.outbound import get_json
 from svc_monitor.system.schemas import VersionRead
 
@@ -59,7 +60,7 @@ class VersionService:
         timeout_s = self._settings.LICENSE_TIMEOUT_MS / 1000
         for url in self._sources():
             try:
-                reply = await asyncio.to_thread(get_json, url, timeout_s=timeout_s)
+                reply = await to_thread(get_json, url, timeout_s=timeout_s)
             except (OSError, ValueError) as exc:  # URLError and timeouts are OSErrors
                 logger.debug("version source %s did not answer: %s", url, exc)
                 continue
