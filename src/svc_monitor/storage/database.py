@@ -21,7 +21,7 @@ from sqlalchemy import Connection, Engine, Executable, Row, create_engine, event
 from sqlalchemy.pool import StaticPool
 
 from svc_monitor.config import Settings, StorageType
-from svc_monitor.kit.gil_handover import GilHandover
+from svc_monitor.kit.gil_handover import thread_at_work, to_thread
 from svc_monitor.storage.insert_batcher import InsertBatcher
 from svc_monitor.storage.metadata import metadata
 from svc_monitor.storage.storage_thread import StorageThread
@@ -51,7 +51,6 @@ class Database:
         self._sync_engine = sync_engine
         self._checkpointer = checkpointer
         self._thread = StorageThread("svc-storage") if sync_engine is not None else None
-        self._handover = GilHandover()
         # History samples, written a second's worth at a time (storage/insert_batcher.py),
         # behind every request's work (storage/storage_thread.py).
         self.inserts = InsertBatcher(self._run_in_background)
@@ -117,12 +116,8 @@ class Database:
             with engine.begin() as conn:
                 return work(conn)
 
-        future = self._thread.submit(in_thread, background=background)
-        self._handover.started()
-        try:
-            return await asyncio.wrap_future(future)
-        finally:
-            self._handover.finished()
+        with thread_at_work():
+            return await asyncio.wrap_future(self._thread.submit(in_thread, background=background))
 
     async def _run_in_background(self, work: Callable[[Connection], None]) -> None:
         await self.run(work, background=True)
@@ -165,10 +160,11 @@ class Database:
         if self._sync_engine is not None:
             assert self._thread is not None
             engine = self._sync_engine
-            await asyncio.wrap_future(self._thread.submit(engine.dispose))
-            await asyncio.to_thread(self._thread.shutdown)
+            with thread_at_work():
+                await asyncio.wrap_future(self._thread.submit(engine.dispose))
+            await to_thread(self._thread.shutdown)
         if self._checkpointer is not None:
-            await asyncio.to_thread(self._checkpointer.stop)
+            await to_thread(self._checkpointer.stop)
 
 
 def _sqlite_pragmas(engine: Engine, *, wal: bool) -> None:

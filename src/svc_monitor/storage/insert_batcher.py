@@ -32,6 +32,8 @@ from sqlalchemy.exc import (
     ProgrammingError,
 )
 
+from svc_monitor.storage.statement_sizes import statement_sizes
+
 logger = logging.getLogger(__name__)
 
 Row = dict[str, Any]
@@ -210,7 +212,7 @@ def _insert_for(dialect_name: str, table: Table, *, skip_duplicates: bool) -> In
 
 Convert = Callable[[Any], Any]
 
-# The most rows one SQLite INSERT carries (a power of two: see _chunk_sizes).
+# The most rows one SQLite INSERT carries (a power of two).
 MULTI_ROW_MAX = 512
 # SQLite's bound on one statement's parameters before 3.32, where the driver cannot say.
 SQLITE_VARIABLES_FALLBACK = 999
@@ -266,18 +268,16 @@ def _compiled(
 def _insert_many(conn: Connection, table: Table, rows: list[Row], *, skip_duplicates: bool) -> None:
     """Rows straight to the driver, each statement compiled once per column set: SQLAlchemy's
     own executemany rebuilt every row's parameters in Python, most of the storage thread's
-    time at a thousand connections (py-spy).
-
-    On SQLite, many rows go in each INSERT. The driver lets go of the interpreter lock
-    around every step of a statement and must win it back from the busy event loop
-    afterwards, which takes up to the switch interval (5 ms): an executemany of 1,000
-    rows, a step each, held the storage thread, and every request queued behind it, for
-    seconds at a thousand connections, where ten statements take milliseconds."""
+    time at a thousand connections (py-spy). On SQLite, many rows go in each INSERT
+    (storage/statement_sizes.py): every statement run hands the interpreter lock back and
+    forth with the event loop (kit/gil_handover.py), and an executemany runs one per row."""
     names = tuple(rows[0])
     dialect = conn.dialect
     if dialect.name == "sqlite" and len(rows) > 1:
         start = 0
-        for size in _chunk_sizes(len(rows), _rows_per_statement(conn, len(names))):
+        largest = _rows_per_statement(conn, len(names))
+        powers_of_two = [largest >> shift for shift in range(largest.bit_length())]
+        for size in statement_sizes(len(rows), powers_of_two):
             many = _compiled(dialect, table, names, skip_duplicates, size)
             if many is None:
                 break  # not the SQL we expect: the rest one a step, as on other dialects
@@ -302,18 +302,6 @@ def _rows_per_statement(conn: Connection, columns: int) -> int:
         variables = getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
     fits = max(1, min(MULTI_ROW_MAX, variables // max(1, columns)))
     return 1 << (fits.bit_length() - 1)
-
-
-def _chunk_sizes(count: int, largest: int) -> list[int]:
-    """`count` rows as full statements of `largest` rows, then the rest in powers of two:
-    a handful of statements, and only a handful of distinct ones to compile and cache."""
-    sizes = [largest] * (count // largest)
-    rest = count % largest
-    while rest:
-        size = 1 << (rest.bit_length() - 1)
-        sizes.append(size)
-        rest -= size
-    return sizes
 
 
 def _insert(conn: Connection, *, table: Table, row: Row, skip: bool) -> None:

@@ -39,6 +39,7 @@ from sqlalchemy.engine.interfaces import Dialect
 
 from svc_monitor.storage.database import Database
 from svc_monitor.storage.metadata import metadata
+from svc_monitor.storage.statement_sizes import statement_sizes
 from svc_monitor.traces.convert import COLUMNS, SpanRow
 
 trace_spans = Table(
@@ -102,8 +103,9 @@ def _postgres_upsert(dialect: Dialect) -> str:
     return str(compiled)
 
 
-# SQLite (and libSQL): rows per INSERT; the largest, 200, binds 3,200 parameters, well
-# under SQLite's 32,766.
+# SQLite (and libSQL): rows per INSERT (storage/statement_sizes.py); the largest, 200, binds
+# 3,200 parameters, well under SQLite's 32,766. 100 is in the set because exports of 100
+# spans, and group commits of several, are common.
 _STATEMENT_SIZES = (200, 100, 64, 32, 16, 8, 4, 2, 1)
 _SQLITE_HEAD = f"INSERT INTO trace_spans ({', '.join(COLUMNS)}) VALUES "
 _SQLITE_ROW = "(" + ", ".join("?" * len(COLUMNS)) + ")"
@@ -115,19 +117,6 @@ _SQLITE_TAIL = " ON CONFLICT (trace_id, span_id) DO UPDATE SET " + ", ".join(
 @functools.lru_cache(maxsize=16)
 def _sqlite_upsert(rows: int) -> str:
     return _SQLITE_HEAD + ", ".join([_SQLITE_ROW] * rows) + _SQLITE_TAIL
-
-
-def statement_sizes(rows: int) -> list[int]:
-    """Rows per INSERT for a batch, largest first, from a fixed set of 10 sizes: SQLite
-    prepares each statement text once and caches it, and preparing a 100-row upsert
-    costs as much as running it (measured: 5.3 us per row cached, 10.8 uncached). 100
-    is in the set because exports of 100 spans, and group commits of several, are
-    common."""
-    sizes = []
-    for size in _STATEMENT_SIZES:
-        count, rows = divmod(rows, size)
-        sizes.extend([size] * count)
-    return sizes
 
 
 class TraceStore:
@@ -159,7 +148,7 @@ class TraceStore:
                 conn.exec_driver_sql(self._postgres_sql, batch)
                 return
             first = 0
-            for size in statement_sizes(len(batch)):
+            for size in statement_sizes(len(batch), _STATEMENT_SIZES):
                 chunk = batch[first : first + size]
                 first += size
                 conn.exec_driver_sql(_sqlite_upsert(size), tuple(chain.from_iterable(chunk)))
