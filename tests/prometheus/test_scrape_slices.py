@@ -2,11 +2,14 @@
 behind the whole of it, and what it says does not change for being sliced."""
 
 import asyncio
+import gc
 
 import pytest
 
-from svc_monitor.prometheus import service as prometheus_service
+from svc_monitor.prometheus import catalogue, service as prometheus_service
+from svc_monitor.prometheus.collector import Rows
 from svc_monitor.prometheus.service import PrometheusService
+from svc_monitor.prometheus.text import LINES_PER_STEP, write, write_in_steps
 from tests.fixtures.app import RunningApp
 from tests.fixtures.waiting import eventually
 
@@ -58,3 +61,72 @@ class TestSlicedScrape:
         monkeypatch.setattr(prometheus_service, "SLICE_S", 0.0)
         sliced = [f.name for f in await prometheus.families()]
         assert sliced == whole
+
+
+class TestStepsWithinAFamily:
+    def test_a_long_family_is_written_in_steps_and_reads_the_same(self):
+        """The commandstats families hold ~30 lines per connection: at a thousand
+        connections one family written in one go held the loop for 50-65 ms."""
+        rows = Rows(catalogue.COMMAND_CALLS)
+        for node in range(1000):
+            for command in ("get", "set", "hget", "info", "ping", "client|list"):
+                rows.add_metric([f"127.0.0.1:{7000 + node}", command], node * 10 + 1)
+        whole: list[str] = []
+        write(rows, whole)
+        stepped: list[str] = []
+        steps = sum(1 for _ in write_in_steps(rows, stepped))
+        assert stepped == whole
+        assert len(whole) == 1 + 6000  # the HELP/TYPE header, then one line per row
+        assert steps == -(-6000 // LINES_PER_STEP) > 1
+
+
+class TestCollectorPausedForTheScrape:
+    """The cyclic garbage collector waits while a scrape's rows are alive, and always
+    comes back."""
+
+    async def test_on_again_after_a_scrape_even_a_cancelled_one(
+        self, api: RunningApp, monkeypatch: pytest.MonkeyPatch
+    ):
+        prometheus = api.features.prometheus
+        await settled(prometheus)
+        seen_during: list[bool] = []
+
+        async def watch() -> None:
+            for _ in range(20):
+                seen_during.append(gc.isenabled())
+                await asyncio.sleep(0)
+
+        monkeypatch.setattr(prometheus_service, "SLICE_S", 0.0)
+        watcher = asyncio.create_task(watch())
+        await prometheus.render()
+        await watcher
+        assert False in seen_during  # paused between the slices, not only within one
+        assert gc.isenabled()
+
+        scrape = asyncio.create_task(prometheus.render())
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        scrape.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await scrape
+        assert gc.isenabled()
+
+    async def test_overlapping_scrapes_bring_it_back_when_the_last_ends(
+        self, api: RunningApp, monkeypatch: pytest.MonkeyPatch
+    ):
+        prometheus = api.features.prometheus
+        await settled(prometheus)
+        monkeypatch.setattr(prometheus_service, "SLICE_S", 0.0)
+        text, families = await asyncio.gather(prometheus.render(), prometheus.families())
+        assert text
+        assert families
+        assert gc.isenabled()
+
+    async def test_left_off_when_someone_else_turned_it_off(self, api: RunningApp):
+        prometheus = api.features.prometheus
+        gc.disable()
+        try:
+            await prometheus.render()
+            assert not gc.isenabled()
+        finally:
+            gc.enable()

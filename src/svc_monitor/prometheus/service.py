@@ -57,38 +57,50 @@ class PrometheusService:
         from svc_monitor.prometheus.collector import Rows
 
         built: list[Metric] = []
-        await self._each_family(lambda f: built.append(f.metric() if isinstance(f, Rows) else f))
+
+        def keep(family: "Rows | Metric") -> Iterator[None]:
+            built.append(family.metric() if isinstance(family, Rows) else family)
+            return iter(())
+
+        await self._each_family(keep)
         return built
 
     async def render(self) -> bytes:
         """The Prometheus text format (0.0.4) of one scrape."""
-        from svc_monitor.prometheus.text import write
+        from svc_monitor.prometheus.text import write_in_steps
 
         out: list[str] = []
-        await self._each_family(lambda family: write(family, out))
+        await self._each_family(lambda family: write_in_steps(family, out))
         return "".join(out).encode()
 
-    async def _each_family(self, take: Callable[["Rows | Metric"], None]) -> None:
+    async def _each_family(self, take: Callable[["Rows | Metric"], Iterator[None]]) -> None:
         """Hands `take` every family of one scrape, giving the loop back every SLICE_S.
 
         At a thousand connections a scrape takes most of a second; as one step of the loop
         it held every request and poll behind it that long. In slices, the families built
         after a pause read what the polls stored meanwhile: each is still one moment's
-        values, as a scrape of any exporter is."""
-        families = self._collect()
-        while True:
-            with _collector_paused():
+        values, as a scrape of any exporter is. Both the building and `take` (the text
+        writer) pause between nodes or lines, so no slice runs far past SLICE_S."""
+        steps = self._steps(take)
+        with _collector_paused():
+            while True:
                 deadline = time.perf_counter() + SLICE_S
-                for family in families:
-                    take(family)
+                for _ in steps:
                     if time.perf_counter() >= deadline:
                         break
                 else:
                     return
-            await asyncio.sleep(0)
+                await asyncio.sleep(0)
 
-    def _collect(self) -> Iterator["Rows | Metric"]:
-        """Every family of one scrape, in the order the text shows them, built as taken."""
+    def _steps(self, take: Callable[["Rows | Metric"], Iterator[None]]) -> Iterator[None]:
+        for family in self._collect():
+            if family is not None:
+                yield from take(family)
+            yield None
+
+    def _collect(self) -> Iterator["Rows | Metric | None"]:
+        """Every family of one scrape, in the order the text shows them, built as taken;
+        None between two of the collector's nodes (a point to pause at)."""
         # Imported on the first use: an install nobody scrapes keeps its ~0.6 MB.
         from svc_monitor.prometheus.collector import LiveStateCollector, ScrapedConnection
 
@@ -104,7 +116,7 @@ class PrometheusService:
             staleness_ms=self._settings.PROMETHEUS_STALENESS_MS,
             full=self.full_profile,
         )
-        yield from (f for f in collector.collect() if f.samples)
+        yield from (f for f in collector.collect() if f is None or f.samples)
         for own in (*self._process_collectors(), *self._collectors):
             yield from own.collect()
 
@@ -116,20 +128,42 @@ class PrometheusService:
         return self._process
 
 
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """No cyclic garbage collection while one scrape builds its ~10,000 rows.
+class _CollectorPause:
+    """No cyclic garbage collection from the first scrape's start to the last one's end.
 
-    Each row is a new tuple, so a scrape at 100 connections set off dozens of young
-    collections, each walking the polls' freshly parsed INFO replies: 60% of the build
-    (bench/prometheus.py). The rows die by reference counting when the scrape ends; any
-    cyclic garbage waits for the next collection, milliseconds later.
+    Each row is a new tuple, and the rows of the family being built are alive: a young
+    collection between two slices walked them, ~90,000 objects and 50-60 ms at 300
+    connections (bench/prometheus.py), several times a scrape. Written rows die by
+    reference counting as the scrape goes on, so when it ends the collector finds only
+    what the polls kept meanwhile. Scrapes may overlap (the OTLP export reads the same
+    families): the collector comes back when the last of them ends, or when a scrape
+    starts after it has been off for MAX_PAUSE_S (scrapes that never stop overlapping
+    must not keep it off for good), and is left alone if someone else had turned it off.
     """
-    if not gc.isenabled():  # someone else paused it: leave it to them
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
+
+    MAX_PAUSE_S = 2.0
+
+    def __init__(self) -> None:
+        self._depth = 0
+        self._paused_it = False
+        self._paused_at = 0.0
+
+    @contextlib.contextmanager
+    def __call__(self) -> Iterator[None]:
+        if self._depth == 0 and gc.isenabled():
+            gc.disable()
+            self._paused_it, self._paused_at = True, time.monotonic()
+        elif self._paused_it and time.monotonic() - self._paused_at > self.MAX_PAUSE_S:
+            self._paused_it = False
+            gc.enable()
+        self._depth += 1
+        try:
+            yield
+        finally:
+            self._depth -= 1
+            if self._depth == 0 and self._paused_it:
+                self._paused_it = False
+                gc.enable()
+
+
+_collector_paused = _CollectorPause()
