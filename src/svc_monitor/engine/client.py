@@ -181,17 +181,23 @@ class EngineClient:
             self.ledger.record(name, time.perf_counter() - started, failed=failed)
 
     async def ping(self) -> None:
-        await self.execute("PING")
+        # Over the INFO connection when it is free, as INFO is: /health PINGs on every call,
+        # and a checkout from valkey-py's pool (its stale-data probe under a zero timeout,
+        # a task to send) took four more turns of a busy event loop.
+        if self._info_busy:
+            await self.execute("PING")
+        else:
+            await self._on_info_connection("PING")
 
     async def info_raw(self, *sections: str) -> bytes:
         if self._info_busy:
             reply = await self.execute("INFO", *sections)
         else:
-            reply = await self._info_on_its_connection(sections)
+            reply = await self._on_info_connection("INFO", *sections)
         return reply if isinstance(reply, bytes) else str(reply).encode()
 
-    async def _info_on_its_connection(self, sections: tuple[str, ...]) -> Any:
-        """INFO over the INFO connection, bounded as `execute` is.
+    async def _on_info_connection(self, name: str, *args: str) -> Any:
+        """One command (INFO or PING) over the INFO connection, bounded as `execute` is.
 
         Any failure closes that connection, so a reply that arrives late can never be read
         as the answer to the next INFO. A connection the server closed while we were not
@@ -204,7 +210,7 @@ class EngineClient:
                 await connection.disconnect(nowait=True)
             await connection.connect()  # type: ignore[no-untyped-call]
             try:
-                await connection.send_bytes(_packed("INFO", *sections))
+                await connection.send_bytes(_packed(name, *args))
                 return await connection.read_response()
             except BaseException:
                 await connection.disconnect(nowait=True)
@@ -212,7 +218,7 @@ class EngineClient:
 
         self._info_busy = True
         try:
-            return await self._bounded("INFO", ask)
+            return await self._bounded(name, ask)
         finally:
             self._info_busy = False
 

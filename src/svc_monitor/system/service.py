@@ -1,6 +1,5 @@
 """Health of the service's parts: the API itself, its storage, the selected engine."""
 
-import asyncio
 import time
 from typing import Literal
 
@@ -22,23 +21,20 @@ class HealthService:
         self._started = time.monotonic()
 
     async def health(self, connection_id: str | None) -> HealthRead:
-        # Storage's ping and the connection's lookup at once: on a busy service every await
-        # waits for a turn of the event loop, and a probe's timeout counts them all.
-        storage, found = await asyncio.gather(self._storage(), self._find(connection_id))
-        if (
-            storage.status == "ok"
-            and isinstance(found, Exception)
-            and not isinstance(found, NotFound)
-        ):
-            storage = self._storage_error(found)  # storage failed between the two
-        if storage.status != "ok":
-            database = DatabaseHealth(status="disconnected", error="storage is unavailable")
-        elif isinstance(found, NotFound):
+        # The connection's lookup is storage's check too: one round trip to the storage
+        # thread, not a ping beside it. On a busy service every await waits for a turn of
+        # the event loop, and a probe's timeout counts them all.
+        found = await self._find(connection_id)
+        if isinstance(found, NotFound):
             if connection_id is not None:
                 raise found  # an unknown X-Connection-Id is the caller's mistake: 404
+            storage = self._storage_ok()
             database = DatabaseHealth(status="disconnected", error=found.message)
+        elif isinstance(found, Exception):
+            storage = self._storage_error(found)
+            database = DatabaseHealth(status="disconnected", error="storage is unavailable")
         else:
-            assert isinstance(found, Connection)
+            storage = self._storage_ok()
             database = await self._database(found)
         status: Literal["ok", "degraded", "error"] = "ok"
         if storage.status != "ok":
@@ -56,11 +52,7 @@ class HealthService:
             database=database,
         )
 
-    async def _storage(self) -> StorageHealth:
-        try:
-            await self._db.ping()
-        except Exception as exc:  # any driver failure means the same thing here
-            return self._storage_error(exc)
+    def _storage_ok(self) -> StorageHealth:
         return StorageHealth(status="ok", type=self._db.kind.value, persistent=self._db.persistent)
 
     def _storage_error(self, exc: Exception) -> StorageHealth:
@@ -70,8 +62,8 @@ class HealthService:
         )
 
     async def _find(self, connection_id: str | None) -> Connection | Exception:
-        """The connection to report on, or why there is none (storage's own failure is
-        told by the ping beside this)."""
+        """The connection to report on, or why there is none: NotFound, or storage's own
+        failure (any driver error means the same thing here)."""
         try:
             return await self._connections.resolve(connection_id)
         except Exception as exc:
