@@ -33,6 +33,7 @@ from svc_monitor.config import Settings, StorageType
 from svc_monitor.connections.api import router as connections_router
 from svc_monitor.event_types.docs import event_table, payload_notes
 from svc_monitor.info_history.api import router as metrics_router
+from svc_monitor.kit.heap_freeze import HeapFreezer
 from svc_monitor.kit.secret_box import SecretUndecryptable
 from svc_monitor.licensing.api import router as license_router
 from svc_monitor.otlp.ingest.api import router as otlp_ingest_router
@@ -94,8 +95,8 @@ def create_app(
     With `freeze_heap` (the command line) everything alive once the features are loaded
     is moved out of the garbage collector's sight (`gc.freeze`): the ~1M objects of
     FastAPI, pydantic and SQLAlchemy were re-scanned by every full collection, a 70 ms
-    pause of the loop (bench/webhooks.py's p99), and young collections run less often.
-    Not for tests, which build many apps in one process and would never free the frozen
+    pause of the loop (bench/webhooks.py's p99), and young collections run less often;
+    and again after each change of the polled connections (kit/heap_freeze.py). Not for tests, which build many apps in one process and would never free the frozen
     ones.
     """
     services = build_services(settings, clock=clock)
@@ -159,6 +160,7 @@ def create_app(
     app.state.services = services
     app.state.features = None
     app.state.feature_tasks = []
+    app.state.heap_freezer = None
     app.state.ui_installed = False
     install_error_handlers(app)
     install_access(app)
@@ -255,8 +257,11 @@ async def _install_features(
             asyncio.create_task(features.metrics_exporter.run(), name="otlp-metrics-export")
         )
     if freeze_heap:
-        gc.collect()
-        gc.freeze()
+        # Frozen now and again after each change of the polled connections (kit/heap_freeze.py).
+        freezer = HeapFreezer()
+        freezer.start()
+        features.supervisor.on_change(freezer.changed)
+        app.state.heap_freezer = freezer
         # A young collection every 700 new objects, with every poll parsing a fresh INFO
         # reply, was the longest single step of the event loop at a hundred connections
         # (20-45 ms, bench/poll_fanout.py); every 50,000 it is about 3 ms, for the same CPU
@@ -287,6 +292,9 @@ def _take_catch_alls(app: FastAPI) -> list[BaseRoute]:
 
 
 async def _stop(app: FastAPI, services: Services) -> None:
+    freezer: HeapFreezer | None = app.state.heap_freezer
+    if freezer is not None:
+        freezer.stop()
     features: Features | None = app.state.features
     if features is not None:
         features.supervisor.request_stop()  # before the cancel: see PollLoop.stop

@@ -282,3 +282,38 @@ class TestShutdown:
             server_factory.stop(stuck)
         # One grace period (2 s) and the rest of shutdown; one each would be 8 s.
         assert took < 5
+
+
+class TestChangesAnnounced:
+    async def test_adding_and_removing_a_connection_is_told_once_each(
+        self, api: RunningApp, redis7_server: RunningServer
+    ):
+        """What the heap freezer (kit/heap_freeze.py) hangs on: a change of the polled set,
+        and nothing while it stays the same."""
+        supervisor = api.features.supervisor
+
+        async def default_polled() -> bool:
+            return len(supervisor.polled_connections()) == 1
+
+        await eventually(default_polled)
+        changes: list[int] = []
+        supervisor.on_change(lambda: changes.append(len(supervisor.polled_connections())))
+        created = await api.client.post(
+            "/api/connections",
+            json={"name": "r7", "host": redis7_server.host, "port": redis7_server.port},
+        )
+        assert created.status_code == 201
+
+        async def added() -> bool:
+            return changes == [2]
+
+        await eventually(added)
+        await supervisor.reconcile()  # nothing changed: nothing told
+        assert changes == [2]
+        deleted = await api.client.delete(f"/api/connections/{created.json()['id']}")
+        assert deleted.status_code in (200, 204)
+
+        async def removed() -> bool:
+            return changes == [2, 1]
+
+        await eventually(removed)

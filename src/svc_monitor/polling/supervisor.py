@@ -10,7 +10,7 @@ polled leaves nothing behind in live state.
 
 import asyncio
 import logging
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,6 +72,7 @@ class PollSupervisor:
         self._values: RuntimeSettingsValues | None = None
         self._sleepers: set[asyncio.Future[bool]] = set()
         self._stopping = False
+        self._on_change: list[Callable[[], None]] = []
 
     def request_stop(self) -> None:
         """Before cancelling run(): see PollLoop.stop for why a flag as well."""
@@ -82,6 +83,10 @@ class PollSupervisor:
         """The connections polled now (the registry as of the last reconcile, less those
         whose password cannot be read), without a query: a scrape asks on every request."""
         return [polled.connection for polled in self._polled.values()]
+
+    def on_change(self, callback: Callable[[], None]) -> None:
+        """Call `callback` whenever a reconcile has started or stopped some loops."""
+        self._on_change.append(callback)
 
     def loops_of(self, connection_id: str) -> dict[str, PollLoop]:
         polled = self._polled.get(connection_id)
@@ -108,17 +113,19 @@ class PollSupervisor:
             # Push connections are never dialled: the OTLP receiver feeds their pipe.
             if "password" not in c.unreadable and not c.pushed
         }
-        await self._stop(
-            [
-                connection_id
-                for connection_id, polled in self._polled.items()
-                if (current := wanted.get(connection_id)) is None
-                or current.updated_at != polled.connection.updated_at
-            ]
-        )
-        for connection_id, connection in wanted.items():
-            if connection_id not in self._polled:
-                self._start(connection)
+        gone = [
+            connection_id
+            for connection_id, polled in self._polled.items()
+            if (current := wanted.get(connection_id)) is None
+            or current.updated_at != polled.connection.updated_at
+        ]
+        await self._stop(gone)
+        new = [c for connection_id, c in wanted.items() if connection_id not in self._polled]
+        for connection in new:
+            self._start(connection)
+        if gone or new:
+            for callback in self._on_change:
+                callback()
 
     async def stop_all(self) -> None:
         await self._stop(list(self._polled))
