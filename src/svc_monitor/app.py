@@ -96,8 +96,8 @@ def create_app(
     is moved out of the garbage collector's sight (`gc.freeze`): the ~1M objects of
     FastAPI, pydantic and SQLAlchemy were re-scanned by every full collection, a 70 ms
     pause of the loop (bench/webhooks.py's p99), and young collections run less often;
-    and again after each change of the polled connections (kit/heap_freeze.py). Not for tests, which build many apps in one process and would never free the frozen
-    ones.
+    and again after each change of the polled connections (kit/heap_freeze.py). Not for
+    tests, which build many apps in one process and would never free the frozen ones.
     """
     services = build_services(settings, clock=clock)
 
