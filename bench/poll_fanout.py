@@ -48,6 +48,7 @@ class ServerCounts:
     bytes_in: int
     bytes_out: int
     probe_reply: int  # the size of the reply to this very read, not yet in bytes_out
+    at: float  # monotonic seconds when it was read
 
 
 def read_counts(port: int) -> ServerCounts:
@@ -72,7 +73,12 @@ def read_counts(port: int) -> ServerCounts:
         bytes_in=info.get_int("stats", "total_net_input_bytes") or 0,
         bytes_out=info.get_int("stats", "total_net_output_bytes") or 0,
         probe_reply=len(reply),
+        at=time.monotonic(),
     )
+
+
+def _read_all(servers: list[Server]) -> list[ServerCounts]:
+    return [read_counts(s.port) for s in servers]
 
 
 def _complete(reply: bytes) -> bool:
@@ -118,7 +124,9 @@ async def run(servers: list[Server], seconds: float) -> None:
 
         lag = LoopLag()
         lag_task = asyncio.create_task(lag.run())
-        before = [read_counts(s.port) for s in servers]
+        # Read in a worker thread: a thousand blocking reads on the loop would hold it for
+        # most of a second and make the polls due meanwhile late by the bench's doing.
+        before = await asyncio.to_thread(_read_all, servers)
         passes_before = dict(polls.passes)
         late_before = dict(polls.late)
         cpu, wall = time.process_time(), time.perf_counter()
@@ -132,7 +140,7 @@ async def run(servers: list[Server], seconds: float) -> None:
         late = {k: n - late_before.get(k, 0) for k, n in polls.late.items()}
         lag.stop()
         await lag_task
-        after = [read_counts(s.port) for s in servers]
+        after = await asyncio.to_thread(_read_all, servers)
 
     minutes = wall / 60
     print(f"{len(servers)} servers, {wall:.0f} s at default settings ({platform.node()})")
@@ -152,23 +160,32 @@ async def run(servers: list[Server], seconds: float) -> None:
         f"  event loop lag: p50 {statistics.median(lags):.1f} ms, "
         f"p99 {lags[int(len(lags) * 0.99)]:.1f} ms, longest {lags[-1]:.1f} ms"
     )
-    sent = []
+    # Each server over the time between its own two reads: reading a thousand servers
+    # takes a while, and polling goes on meanwhile.
+    sent: list[Counter[str]] = []
+    spans = [(a.at - b.at) / 60 for b, a in zip(before, after, strict=True)]
     for b, a in zip(before, after, strict=True):
         counts = a.commands - b.commands
         counts["info"] -= 1  # the bench's own read that took `before`
         sent.append(counts)
-    per_server = [sum(c.values()) / minutes for c in sent]
+    per_server = [sum(c.values()) / span for c, span in zip(sent, spans, strict=True)]
     out_kb = [
-        (a.bytes_out - b.bytes_out - b.probe_reply) / 1024 / minutes
-        for b, a in zip(before, after, strict=True)
+        (a.bytes_out - b.bytes_out - b.probe_reply) / 1024 / span
+        for b, a, span in zip(before, after, spans, strict=True)
     ]
-    in_kb = [(a.bytes_in - b.bytes_in) / 1024 / minutes for b, a in zip(before, after, strict=True)]
+    in_kb = [
+        (a.bytes_in - b.bytes_in) / 1024 / span
+        for b, a, span in zip(before, after, spans, strict=True)
+    ]
     print(
         f"  per server per minute (median): {statistics.median(per_server):.1f} commands, "
         f"{statistics.median(out_kb):.1f} KB returned, {statistics.median(in_kb):.1f} KB sent"
     )
     names = {name for counts in sent for name in counts}
-    per_command = {n: statistics.median(c[n] / minutes for c in sent) for n in names}
+    per_command = {
+        n: statistics.median(c[n] / span for c, span in zip(sent, spans, strict=True))
+        for n in names
+    }
     for name, rate in sorted(per_command.items(), key=lambda kv: -kv[1]):
         if rate > 0:
             print(f"    {name:<28} {rate:7.1f}/min")
