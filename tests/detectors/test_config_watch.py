@@ -5,6 +5,8 @@ from typing import Any
 
 import pytest
 
+from svc_monitor.detectors import config_watch
+from svc_monitor.detectors.config_watch import parse_config
 from svc_monitor.event_types.access import AclModified, ConfigChanged
 from svc_monitor.events import Event, Subscription
 from tests.detectors.helpers import address, person, run
@@ -279,3 +281,30 @@ class TestRefusals:
         assert loop.failures == 0
         assert events.of(AclModified) == []
         assert "ACL LIST" not in {c["command"] for c in load["commands"]}
+
+
+class TestConfigKeptOnce:
+    """The watch keeps every server's whole configuration: a fleet shares one copy."""
+
+    def test_two_servers_with_the_same_settings_share_their_text(self) -> None:
+        first = parse_config([b"maxmemory-policy", b"allkeys-lru", b"port", b"7001"])
+        second = parse_config([b"maxmemory-policy", b"allkeys-lru", b"port", b"7002"])
+        assert first == {"maxmemory-policy": "allkeys-lru", "port": "7001"}
+        assert second["port"] == "7002"
+        shared = next(k for k in second if k == "maxmemory-policy")
+        assert shared is next(k for k in first if k == "maxmemory-policy")
+        assert second["maxmemory-policy"] is first["maxmemory-policy"]
+
+    def test_a_flood_of_distinct_values_is_read_right_and_the_table_stays_bounded(
+        self,
+    ) -> None:
+        for batch in range(30):
+            reply = [
+                item for i in range(1_000) for item in (b"p%d" % i, b"value-%d-%d" % (batch, i))
+            ]
+            config = parse_config(reply)
+            assert config["p999"] == f"value-{batch}-999"
+        assert len(config_watch._SHARED) <= config_watch._SHARED_MAX
+        long_value = "x" * 10_000
+        assert parse_config([b"dir", long_value.encode()]) == {"dir": long_value}
+        assert long_value not in config_watch._SHARED

@@ -334,6 +334,19 @@ class TestEngineClient:
         assert replies[2] == b"last"
         assert isinstance(replies[3], list)
 
+    async def test_clients_share_one_reply_table_and_each_keeps_our_readings(
+        self, connect: Connect, valkey_server: RunningServer, password_server: RunningServer
+    ) -> None:
+        # One table for every client (each copy cost ~12 KB a watched server), with our
+        # readings of INFO (raw) and COMMAND (nil kept) in force on every one of them.
+        plain = connect(port=valkey_server.port)
+        other = connect(port=password_server.port, password=SERVER_PASSWORD)
+        assert plain._client.response_callbacks is other._client.response_callbacks
+        for client in (plain, other):
+            assert isinstance(await client.execute("INFO", "server"), bytes)
+            assert await client.execute("COMMAND", "INFO", "NO-SUCH-COMMAND") == [None]
+            assert await client.execute("CONFIG", "GET", "maxmemory") == [b"maxmemory", b"0"]
+
     async def test_try_each_against_a_closed_port_raises_unreachable(
         self, connect: Connect, closed_port: int
     ) -> None:

@@ -2,6 +2,7 @@
 
 import math
 import sys
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -909,6 +910,23 @@ class TestTakeASection:
         assert dict(taken.sections) == {"commandstats": expected.pop("commandstats")}
         assert dict(whole.sections) == expected
         assert whole.get("commandstats", "cmdstat_info") is None
+
+    def test_a_taken_section_does_not_keep_the_reply_alive(self) -> None:
+        # The latest commandstats are kept per watched server: holding the whole INFO
+        # reply they were read with would cost a second reply's memory per server.
+        padding = "".join(f"field_{i}:{'x' * 100}\r\n" for i in range(2_000))
+        raw = f"# Server\r\n{padding}# Commandstats\r\ncmdstat_info:calls=3\r\n".encode()
+        tracemalloc.start()
+        try:
+            whole = parse_info(raw)
+            del raw
+            taken = whole.take("commandstats")
+            del whole
+            kept, _ = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert taken.get("commandstats", "cmdstat_info") == {"calls": 3}
+        assert kept < 20_000  # the reply was over 200 KB
 
     def test_taking_a_missing_section_takes_nothing(self) -> None:
         info = parse_info(b"# Server\r\nredis_version:7.0.0\r\n")

@@ -9,7 +9,7 @@ import asyncio
 import functools
 import ssl
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -85,6 +85,24 @@ def _raw(response: Any, **_: Any) -> Any:
     return response
 
 
+@functools.cache
+def _callbacks_of(protocol: int) -> MutableMapping[str | bytes, Any]:
+    """valkey-py's reply callbacks with ours, built once and shared by every client: each
+    client would otherwise copy the table (about 12 KB) for the life of its connection."""
+    client = Valkey(protocol=protocol)
+    client.set_response_callback("INFO", _raw)
+    # valkey-py's COMMAND callback raises on the nil that COMMAND INFO answers for a
+    # renamed or unknown command, and in a pipeline that fails every reply with it:
+    # capability detection asks COMMAND INFO MONITOR, so keep the reply as it came.
+    client.set_response_callback("COMMAND", _raw)
+    return client.response_callbacks
+
+
+def _shared_callbacks(client: Valkey) -> MutableMapping[str | bytes, Any]:
+    protocol = client.connection_pool.connection_kwargs.get("protocol", 2)
+    return _callbacks_of(int(protocol))
+
+
 @functools.lru_cache(maxsize=32)
 def _packed(*args: str) -> bytes:
     """A command in RESP, as valkey-py packs it. Polls ask INFO in a handful of forms; a
@@ -149,11 +167,7 @@ class EngineClient:
         self._info_connection: TargetConnection = pool.make_connection()  # type: ignore[no-untyped-call]
         self._info_busy = False
         self._client = Valkey.from_pool(pool)
-        self._client.set_response_callback("INFO", _raw)
-        # valkey-py's COMMAND callback raises on the nil that COMMAND INFO answers for a
-        # renamed or unknown command, and in a pipeline that fails every reply with it:
-        # capability detection asks COMMAND INFO MONITOR, so keep the reply as it came.
-        self._client.set_response_callback("COMMAND", _raw)
+        self._client.response_callbacks = _shared_callbacks(self._client)
 
     async def execute(self, *args: Any) -> Any:
         """Run one command; EngineError on any failure."""

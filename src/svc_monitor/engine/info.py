@@ -157,8 +157,12 @@ class ParsedInfo:
             taken._done[name] = fields
         ranges = self._blocks.pop(name, None)
         if ranges is not None:
-            taken._blocks = {name: ranges}
-            taken._context = self._context
+            # Parsed now, not lazily: a lazy section would keep the whole reply's text
+            # alive for as long as its reader keeps the section (the latest commandstats
+            # are kept per connection, so that was a second INFO reply each).
+            assert self._context is not None
+            composite = name in _COMPOSITE_SECTIONS
+            taken._done[name], taken._skipped = _parse_ranges(self._context, ranges, composite)
         return taken
 
     @property
