@@ -3,7 +3,7 @@
 import pytest
 
 from svc_monitor.engine.info import parse_info
-from svc_monitor.pipe.live_state import LiveState
+from svc_monitor.pipe.live_state import LiveState, cpu_reading
 from svc_monitor.pipe.observation import Observation
 from svc_monitor.pipe.pressure import pressure_reason, reading
 
@@ -25,10 +25,10 @@ def observed(
 
 class TestPressureRule:
     def test_quiet_server_is_not_under_pressure(self):
-        assert reading(observed(0, cpu=10.0), observed(1000, cpu=10.2)) is None
+        assert reading(cpu_reading(observed(0, cpu=10.0)), observed(1000, cpu=10.2)) is None
 
     def test_busy_cpu_is_pressure(self):
-        reason = reading(observed(0, cpu=10.0), observed(1000, cpu=10.9))
+        reason = reading(cpu_reading(observed(0, cpu=10.0)), observed(1000, cpu=10.9))
         assert reason is not None
         assert "CPU at 90%" in reason
 
@@ -50,7 +50,7 @@ class TestPressureRule:
         ],
     )
     def test_restarts_and_idle_servers_read_as_calm(self, before: float, after: float):
-        assert reading(observed(0, cpu=before), observed(1000, cpu=after)) is None
+        assert reading(cpu_reading(observed(0, cpu=before)), observed(1000, cpu=after)) is None
 
     def test_live_state_supplies_the_last_two_readings(self):
         state = LiveState()

@@ -1,6 +1,7 @@
 """The latest Observation of every connection: what is true now, for live views,
 Prometheus at scrape time and detectors. Kept in memory only."""
 
+from dataclasses import dataclass
 from typing import TypeVar
 
 from svc_monitor.pipe.facts import Facts
@@ -10,14 +11,31 @@ from svc_monitor.pipe.poll_counts import PollCounts
 F = TypeVar("F", bound=Facts)
 
 
+@dataclass(frozen=True, slots=True)
+class CpuReading:
+    """What a rate of CPU use needs of an observation: when it was taken, and the
+    server's CPU seconds (system + user) then."""
+
+    at_ms: int
+    cpu_s: float | None
+
+
+def cpu_reading(observation: Observation) -> CpuReading:
+    info = observation.info
+    sys_s, user_s = info.get_float("cpu", "used_cpu_sys"), info.get_float("cpu", "used_cpu_user")
+    cpu_s = None if sys_s is None or user_s is None else sys_s + user_s
+    return CpuReading(observation.received_at_ms, cpu_s)
+
+
 class LiveState:
     """Latest observation per connection (and per cluster node), and the latest facts
     of the other polls (pipe/facts.py)."""
 
     def __init__(self) -> None:
         self._latest: dict[tuple[str, str | None], Observation] = {}
-        # One observation back: rates such as CPU use need two readings.
-        self._previous: dict[tuple[str, str | None], Observation] = {}
+        # One reading back: CPU use is a rate between two. Only the reading is kept, not
+        # the observation, which would hold a second INFO reply per connection.
+        self._previous: dict[tuple[str, str | None], CpuReading] = {}
         self._facts: dict[tuple[str, type], Facts] = {}
         # Each connection's cluster nodes, so a scrape finds them without walking every key.
         self._nodes: dict[str, dict[str, None]] = {}
@@ -33,8 +51,9 @@ class LiveState:
 
     def update(self, observation: Observation) -> None:
         key = (observation.connection_id, observation.node)
-        if key in self._latest:
-            self._previous[key] = self._latest[key]
+        latest = self._latest.get(key)
+        if latest is not None:
+            self._previous[key] = cpu_reading(latest)
         elif observation.node:
             self._nodes.setdefault(observation.connection_id, {})[observation.node] = None
         self._latest[key] = observation
@@ -42,7 +61,7 @@ class LiveState:
     def latest(self, connection_id: str, node: str | None = None) -> Observation | None:
         return self._latest.get((connection_id, node))
 
-    def previous(self, connection_id: str, node: str | None = None) -> Observation | None:
+    def previous(self, connection_id: str, node: str | None = None) -> CpuReading | None:
         return self._previous.get((connection_id, node))
 
     def nodes(self, connection_id: str) -> list[Observation]:

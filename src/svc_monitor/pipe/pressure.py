@@ -15,7 +15,7 @@ INFO polls, a server is under pressure when:
 The skip lasts only as long as the reading: the next pass asks again.
 """
 
-from svc_monitor.pipe.live_state import LiveState
+from svc_monitor.pipe.live_state import CpuReading, LiveState, cpu_reading
 from svc_monitor.pipe.observation import Observation
 
 CPU_LIMIT_PERCENT = 80.0
@@ -31,7 +31,7 @@ def pressure_reason(live_state: LiveState, connection_id: str) -> str | None:
     return reading(live_state.previous(connection_id), latest)
 
 
-def reading(previous: Observation | None, latest: Observation) -> str | None:
+def reading(previous: CpuReading | None, latest: Observation) -> str | None:
     info = latest.info
     clients = info.get_int("clients", "connected_clients")
     if clients is not None and clients > MAX_CLIENTS:
@@ -44,17 +44,11 @@ def reading(previous: Observation | None, latest: Observation) -> str | None:
     return None
 
 
-def _cpu_percent(previous: Observation | None, latest: Observation) -> float | None:
+def _cpu_percent(previous: CpuReading | None, latest: Observation) -> float | None:
     if previous is None:
         return None
-    elapsed_s = (latest.received_at_ms - previous.received_at_ms) / 1000
-    now, before = _cpu_seconds(latest), _cpu_seconds(previous)
-    if elapsed_s <= 0 or now is None or before is None or now < before:
+    now = cpu_reading(latest)
+    elapsed_s = (now.at_ms - previous.at_ms) / 1000
+    if elapsed_s <= 0 or now.cpu_s is None or previous.cpu_s is None or now.cpu_s < previous.cpu_s:
         return None
-    return (now - before) / elapsed_s * 100
-
-
-def _cpu_seconds(observation: Observation) -> float | None:
-    sys_s = observation.info.get_float("cpu", "used_cpu_sys")
-    user_s = observation.info.get_float("cpu", "used_cpu_user")
-    return None if sys_s is None or user_s is None else sys_s + user_s
+    return (now.cpu_s - previous.cpu_s) / elapsed_s * 100

@@ -6,7 +6,7 @@ from typing import Any
 from fastapi import APIRouter
 from fastapi.responses import HTMLResponse
 
-from svc_monitor.engine.info import ParsedInfo
+from svc_monitor.pipe.live_state import CpuReading, cpu_reading
 from svc_monitor.pipe.observation import Observation
 from svc_monitor.web.dependencies import Ui, UiDep
 from svc_monitor.web.pages import RANGES, Page
@@ -39,7 +39,7 @@ class Overview:
     received_at_ms: int
 
 
-def overview(latest: Observation, previous: Observation | None) -> Overview:
+def overview(latest: Observation, previous: CpuReading | None) -> Overview:
     info = latest.info
     hits = info.get_int("stats", "keyspace_hits")
     misses = info.get_int("stats", "keyspace_misses")
@@ -67,20 +67,15 @@ def overview(latest: Observation, previous: Observation | None) -> Overview:
     )
 
 
-def _cpu_percent(latest: Observation, previous: Observation | None) -> float | None:
+def _cpu_percent(latest: Observation, previous: CpuReading | None) -> float | None:
     """Server CPU (system + user) over the last poll interval, as % of one core."""
-    if previous is None or latest.received_at_ms <= previous.received_at_ms:
+    if previous is None or latest.received_at_ms <= previous.at_ms:
         return None
-    now, before = _cpu_seconds(latest.info), _cpu_seconds(previous.info)
-    if now is None or before is None:
+    now = cpu_reading(latest)
+    if now.cpu_s is None or previous.cpu_s is None:
         return None
-    elapsed_s = (latest.received_at_ms - previous.received_at_ms) / 1000
-    return max(0.0, 100 * (now - before) / elapsed_s)
-
-
-def _cpu_seconds(info: ParsedInfo) -> float | None:
-    sys_s, user_s = info.get_float("cpu", "used_cpu_sys"), info.get_float("cpu", "used_cpu_user")
-    return None if sys_s is None or user_s is None else sys_s + user_s
+    elapsed_s = (now.at_ms - previous.at_ms) / 1000
+    return max(0.0, 100 * (now.cpu_s - previous.cpu_s) / elapsed_s)
 
 
 def _overview(ui: Ui) -> Overview | None:
