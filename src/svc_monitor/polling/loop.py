@@ -10,7 +10,7 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 from svc_monitor.engine.errors import EngineError, EngineTimeout
 from svc_monitor.polling.models import PollKind, PollTarget
@@ -25,32 +25,48 @@ IDLE_RECHECK_S = 5.0
 LATE_SHARE = 0.1
 
 
+class LoopHooks(Protocol):
+    """What a loop needs from whoever runs it. One object serves every kind of a
+    connection (each call names its kind): a thousand connections run ten thousand loops,
+    and six closures a loop held more memory than the loops themselves."""
+
+    async def target(self) -> PollTarget: ...
+
+    def interval_s(self, kind: PollKind) -> float: ...
+
+    async def changed(self, timeout_s: float) -> bool:
+        """Sleep up to `timeout_s`; True if the settings changed meanwhile."""
+        ...
+
+    def succeeded(self, kind: PollKind) -> None: ...
+
+    def failed(self, kind: PollKind, error: EngineError) -> None: ...
+
+    def passed(self, kind: PollKind, seconds: float, ok: bool) -> None:
+        """Told after every pass, whatever its outcome: the poll counts."""
+        ...
+
+    def late(self, kind: PollKind) -> None: ...
+
+
 class PollLoop:
     """Runs one PollKind for one connection until cancelled."""
 
-    def __init__(
-        self,
-        kind: PollKind,
-        *,
-        target: Callable[[], Awaitable[PollTarget]],
-        interval_s: Callable[[], float],
-        changed: Callable[[float], Awaitable[bool]],
-        deadline_s: float,
-        on_success: Callable[[], None] | None = None,
-        on_failure: Callable[[EngineError], None] | None = None,
-        on_pass: Callable[[float, bool], None] | None = None,
-        on_late: Callable[[], None] | None = None,
-    ) -> None:
+    __slots__ = (
+        "_deadline_s",
+        "_hooks",
+        "failures",
+        "idle",
+        "kind",
+        "last_good_ms",
+        "stopped",
+        "ticks",
+    )
+
+    def __init__(self, kind: PollKind, hooks: LoopHooks, *, deadline_s: float) -> None:
         self.kind = kind
-        self._target = target
-        self._interval_s = interval_s
-        self._changed = changed
+        self._hooks = hooks
         self._deadline_s = deadline_s
-        self._on_success = on_success
-        self._on_failure = on_failure
-        # Told (seconds, ok) after every pass, whatever its outcome: the poll counts.
-        self._on_pass = on_pass
-        self._on_late = on_late
         self.failures = 0
         self.last_good_ms: int | None = None
         self.ticks = 0
@@ -71,7 +87,7 @@ class PollLoop:
         self.idle = False
         try:
             async with asyncio.timeout(self._deadline_s):
-                target = await self._target()
+                target = await self._hooks.target()
                 self.idle = self._does_not_apply(target)
                 if self.idle:
                     return  # no pass: nothing sent, nothing counted
@@ -84,13 +100,12 @@ class PollLoop:
             self._failed(EngineTimeout(f"{self.kind.name} poll took over {self._deadline_s:g} s"))
         finally:
             # A crash (a bug) counts as a failed pass too, before the supervisor restarts us.
-            if self._on_pass and not self.idle:
-                self._on_pass(time.perf_counter() - started, ok)
+            if not self.idle:
+                self._hooks.passed(self.kind, time.perf_counter() - started, ok)
         if ok:
             self.failures = 0
             self.last_good_ms = int(time.time() * 1000)
-            if self._on_success:
-                self._on_success()
+            self._hooks.succeeded(self.kind)
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -101,16 +116,16 @@ class PollLoop:
             late = (
                 due is not None
                 and not self.idle
-                and started - due > LATE_SHARE * self._interval_s()
+                and started - due > LATE_SHARE * self._hooks.interval_s(self.kind)
             )
-            if late and self._on_late:
-                self._on_late()
+            if late:
+                self._hooks.late(self.kind)
             await self.tick()
             jitter = random.uniform(0.9, 1.1)
             due = started + self._delay_s(jitter)
             # Sleep until the next tick is due; a settings change wakes us to re-plan.
             while (remaining := self._delay_s(jitter) - (loop.time() - started)) > 0:
-                if self.stopped or not await self._changed(remaining):
+                if self.stopped or not await self._hooks.changed(remaining):
                     break
                 due = None  # re-planned by a settings change: not late by the old plan
 
@@ -119,7 +134,7 @@ class PollLoop:
         return applies is not None and not applies(target)
 
     def _delay_s(self, jitter: float) -> float:
-        interval = self._interval_s()
+        interval = self._hooks.interval_s(self.kind)
         if self.idle:
             share = self.kind.idle_recheck_share
             return interval * share if share is not None else max(interval, IDLE_RECHECK_S)
@@ -132,5 +147,4 @@ class PollLoop:
         self.failures += 1
         if self.failures == 1:
             logger.debug("%s poll failed: %s", self.kind.name, error.message)
-        if self._on_failure:
-            self._on_failure(error)
+        self._hooks.failed(self.kind, error)

@@ -17,6 +17,7 @@ from typing import Any
 from svc_monitor.config import Settings
 from svc_monitor.connections.models import Connection
 from svc_monitor.connections.service import ConnectionService
+from svc_monitor.engine.errors import EngineError
 from svc_monitor.events import (
     ConnectionsChanged,
     EventBus,
@@ -41,6 +42,7 @@ STOP_GRACE_S = 2.0
 @dataclass(slots=True)
 class _Polled:
     connection: Connection
+    hooks: "_Hooks"
     loops: dict[str, PollLoop] = field(default_factory=dict)
     tasks: list["asyncio.Task[None]"] = field(default_factory=list)
 
@@ -133,14 +135,14 @@ class PollSupervisor:
     # --- internals ---
 
     def _start(self, connection: Connection) -> None:
-        polled = _Polled(connection)
+        polled = _Polled(connection, _Hooks(self, connection))
         for kind in self._kinds:
             self._start_kind(polled, kind)
         self._polled[connection.id] = polled
         logger.debug("polling %s (%s)", connection.id, ", ".join(polled.loops))
 
     def _start_kind(self, polled: _Polled, kind: PollKind) -> None:
-        loop = self._loop(polled.connection, kind)
+        loop = self._loop(polled, kind)
         polled.loops[kind.name] = loop
         name = f"poll:{kind.name}:{polled.connection.id}"
         polled.tasks.append(asyncio.create_task(self._supervised(loop), name=name))
@@ -175,40 +177,16 @@ class PollSupervisor:
                 if kind.forget is not None:
                     await kind.forget(connection_id)
 
-    def _loop(self, connection: Connection, kind: PollKind) -> PollLoop:
-        connection_id = connection.id
-
-        async def target() -> PollTarget:
-            seen = self._connections.last_seen(connection)
-            return PollTarget(
-                connection=connection,
-                client=self._connections.client(connection),
-                identity=seen.identity if seen is not None else None,
-            )
-
-        def interval_s() -> float:
-            assert self._values is not None
-            return kind.interval_ms(self._values, self._settings) / 1000
-
-        health = self._health if kind.decides_health else None
-        polls = self._live_state.polls
+    def _loop(self, polled: _Polled, kind: PollKind) -> PollLoop:
         engine_deadline = (
             self._settings.ENGINE_CONNECT_TIMEOUT_MS + self._settings.ENGINE_COMMAND_TIMEOUT_MS
         ) / 1000
-        return PollLoop(
-            kind,
-            target=target,
-            interval_s=interval_s,
-            changed=self._wait_for_new_values,
-            # A pass may make a few round trips; each is bounded by the engine deadline.
-            deadline_s=engine_deadline * 2,
-            on_success=(lambda: health.succeeded(connection_id)) if health else None,
-            on_failure=(lambda error: health.failed(connection_id, error)) if health else None,
-            on_pass=lambda seconds, ok: polls.record(
-                connection_id, kind.name, seconds=seconds, ok=ok
-            ),
-            on_late=lambda: polls.record_late(kind.name),
-        )
+        # A pass may make a few round trips; each is bounded by the engine deadline.
+        return PollLoop(kind, polled.hooks, deadline_s=engine_deadline * 2)
+
+    def interval_s(self, kind: PollKind) -> float:
+        assert self._values is not None
+        return kind.interval_ms(self._values, self._settings) / 1000
 
     async def _supervised(self, loop: PollLoop) -> None:
         while not loop.stopped:
@@ -251,6 +229,48 @@ class PollSupervisor:
     async def _next_change(changes: Subscription) -> None:
         while not isinstance(await changes.get(), ConnectionsChanged | RuntimeSettingsChanged):
             pass
+
+
+class _Hooks:
+    """What every poll loop of one connection asks of the supervisor (polling/loop.py
+    LoopHooks): its target, cadence and settings wake-up, and where its outcomes go."""
+
+    __slots__ = ("_connection", "_supervisor")
+
+    def __init__(self, supervisor: PollSupervisor, connection: Connection) -> None:
+        self._supervisor = supervisor
+        self._connection = connection
+
+    async def target(self) -> PollTarget:
+        connections = self._supervisor._connections
+        seen = connections.last_seen(self._connection)
+        return PollTarget(
+            connection=self._connection,
+            client=connections.client(self._connection),
+            identity=seen.identity if seen is not None else None,
+        )
+
+    def interval_s(self, kind: PollKind) -> float:
+        return self._supervisor.interval_s(kind)
+
+    async def changed(self, timeout_s: float) -> bool:
+        return await self._supervisor._wait_for_new_values(timeout_s)
+
+    def succeeded(self, kind: PollKind) -> None:
+        if kind.decides_health:
+            self._supervisor._health.succeeded(self._connection.id)
+
+    def failed(self, kind: PollKind, error: EngineError) -> None:
+        if kind.decides_health:
+            self._supervisor._health.failed(self._connection.id, error)
+
+    def passed(self, kind: PollKind, seconds: float, ok: bool) -> None:
+        self._supervisor._live_state.polls.record(
+            self._connection.id, kind.name, seconds=seconds, ok=ok
+        )
+
+    def late(self, kind: PollKind) -> None:
+        self._supervisor._live_state.polls.record_late(kind.name)
 
 
 def _settle(waiter: "asyncio.Future[bool]", changed: bool) -> None:
