@@ -10,6 +10,7 @@ import asyncio
 import logging
 import random
 import time
+from collections.abc import Awaitable
 from typing import Protocol
 
 from svc_monitor.engine.errors import EngineError, EngineTimeout
@@ -34,7 +35,7 @@ class LoopHooks(Protocol):
 
     def interval_s(self, kind: PollKind) -> float: ...
 
-    async def changed(self, timeout_s: float) -> bool:
+    def changed(self, timeout_s: float) -> Awaitable[bool]:
         """Sleep up to `timeout_s`; True if the settings changed meanwhile."""
         ...
 

@@ -10,7 +10,7 @@ polled leaves nothing behind in live state.
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -253,8 +253,9 @@ class _Hooks:
     def interval_s(self, kind: PollKind) -> float:
         return self._supervisor.interval_s(kind)
 
-    async def changed(self, timeout_s: float) -> bool:
-        return await self._supervisor._wait_for_new_values(timeout_s)
+    def changed(self, timeout_s: float) -> Awaitable[bool]:
+        # The supervisor's own coroutine, not one wrapped in ours: a frame less per sleep.
+        return self._supervisor._wait_for_new_values(timeout_s)
 
     def succeeded(self, kind: PollKind) -> None:
         if kind.decides_health:
