@@ -15,7 +15,7 @@ from tests.fixtures.waiting import eventually
 FAST = {
     "ANOMALY_POLL_INTERVAL_MS": 100,
     "SLOWLOG_POLL_INTERVAL_MS": 100,
-    "ENGINE_CONNECT_TIMEOUT_MS": 500,
+    "ENGINE_CONNECT_TIMEOUT_MS": 5000,
     "ENGINE_COMMAND_TIMEOUT_MS": 1000,
 }
 # Every command is slow; the ring is big enough that a test's commands outlive the polls
