@@ -22,6 +22,7 @@ import platform
 import socket
 import statistics
 import tempfile
+import threading
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -130,12 +131,14 @@ async def run(servers: list[Server], seconds: float) -> None:
         passes_before = dict(polls.passes)
         late_before = dict(polls.late)
         cpu, wall = time.process_time(), time.perf_counter()
+        times_before, loop_before = process.cpu_times(), _loop_thread_cpu(process)
         rss_peak = 0
         end = wall + seconds
         while (left := end - time.perf_counter()) > 0:
             await asyncio.sleep(min(1.0, left))
             rss_peak = max(rss_peak, process.memory_info().rss)
         cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+        times_after, loop_cpu = process.cpu_times(), _loop_thread_cpu(process) - loop_before
         passes = {k: n - passes_before.get(k, 0) for k, n in polls.passes.items()}
         late = {k: n - late_before.get(k, 0) for k, n in polls.late.items()}
         lag.stop()
@@ -147,6 +150,12 @@ async def run(servers: list[Server], seconds: float) -> None:
     print(
         f"  CPU {cpu / minutes:.2f} CPU-s/min ({cpu / wall * 100:.1f} % of a core), "
         f"RSS {process.memory_info().rss / 2**20:.0f} MB (peak {rss_peak / 2**20:.0f} MB)"
+    )
+    user = times_after.user - times_before.user
+    system = times_after.system - times_before.system
+    print(
+        f"  of which user {user / minutes:.2f}, system {system / minutes:.2f}; "
+        f"the event loop's thread {loop_cpu / minutes:.2f} CPU-s/min"
     )
     kinds = sorted({kind for _, kind, _ in passes})
     ticks = {kind: _passes(passes, kind) for kind in kinds}
@@ -189,6 +198,12 @@ async def run(servers: list[Server], seconds: float) -> None:
     for name, rate in sorted(per_command.items(), key=lambda kv: -kv[1]):
         if rate > 0:
             print(f"    {name:<28} {rate:7.1f}/min")
+
+
+def _loop_thread_cpu(process: psutil.Process) -> float:
+    """CPU-seconds (user and system) of the thread running the event loop: this one."""
+    loop_thread = threading.get_native_id()
+    return next(t.user_time + t.system_time for t in process.threads() if t.id == loop_thread)
 
 
 def _passes(passes: dict[tuple[str, str, bool], int], kind: str) -> int:

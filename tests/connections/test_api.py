@@ -370,13 +370,14 @@ class TestTestConnection:
         assert response.json()["success"] is True
 
     async def test_host_that_never_accepts_fails_within_the_connect_timeout(
-        self, api: RunningApp, hanging_port: int
+        self, memory_app_factory: AppFactory, hanging_port: int
     ) -> None:
-        started = time.perf_counter()
-        response = await api.client.post(
-            "/api/connections/test", json={"host": "127.0.0.1", "port": hanging_port}
-        )
-        elapsed = time.perf_counter() - started
+        async with memory_app_factory(ENGINE_CONNECT_TIMEOUT_MS=1000) as api:
+            started = time.perf_counter()
+            response = await api.client.post(
+                "/api/connections/test", json={"host": "127.0.0.1", "port": hanging_port}
+            )
+            elapsed = time.perf_counter() - started
         assert elapsed < 3.0
         assert response.status_code == 200
         body = response.json()

@@ -59,10 +59,21 @@ class ConnectionStore:
     def __init__(self, db: Database, secrets: SecretBox) -> None:
         self._db = db
         self._secrets = secrets
+        # The model of each row as last listed, by the row's every value: the poll
+        # supervisor and the push receiver list all connections every few seconds, and
+        # opening each one's secrets again cost more than the query. A changed row has
+        # another key, so it is built afresh; rows no longer listed are let go.
+        self._models: dict[tuple[Any, ...], Connection] = {}
 
     async def list(self) -> list[Connection]:
         rows = await self._db.fetch_all(select(connections).order_by(connections.c.created_at))
-        return [self._to_model(row) for row in rows]
+        built, models = self._models, {}
+        for row in rows:
+            key = tuple(row)
+            model = built.get(key)
+            models[key] = self._to_model(row) if model is None else model
+        self._models = models
+        return list(models.values())
 
     async def get(self, connection_id: str) -> Connection | None:
         row = await self._db.fetch_one(select(connections).where(connections.c.id == connection_id))
