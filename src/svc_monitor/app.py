@@ -40,6 +40,7 @@ from svc_monitor.otlp.ingest.api import router as otlp_ingest_router
 from svc_monitor.otlp.ingest.collector_config_api import router as otlp_config_router
 from svc_monitor.runtime_settings.api import router as settings_router
 from svc_monitor.services import Features, Services
+from svc_monitor.storage.sqlite_lock import SqliteFileInUse
 from svc_monitor.system.api import router as system_router
 from svc_monitor.web.assets import mount_static, plain_page, refused_page
 from svc_monitor.web.docs import mount_docs
@@ -99,7 +100,10 @@ def create_app(
     and again after each change of the polled connections (kit/heap_freeze.py). Not for
     tests, which build many apps in one process and would never free the frozen ones.
     """
-    services = build_services(settings, clock=clock)
+    try:
+        services = build_services(settings, clock=clock)
+    except SqliteFileInUse as exc:
+        raise StartupError(str(exc)) from None
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -355,7 +359,10 @@ async def preflight(settings: Settings) -> None:
     process with one line instead of a lifespan traceback. Memory storage has nothing to check."""
     if settings.STORAGE_TYPE is StorageType.MEMORY:
         return
-    services = build_services(settings)
+    try:
+        services = build_services(settings)
+    except SqliteFileInUse as exc:
+        raise StartupError(str(exc)) from None
     try:
         await services.db.migrate()
         await _check_encryption_key(services)

@@ -77,14 +77,18 @@ def serve(settings: Settings, *, embedded_valkey: bool) -> None:
         )
     received: list[int] = []
     try:
-        app = create_app(
-            settings,
-            embedded_valkey_port=embedded.port if embedded else None,
-            # Answer /health first; the feature routes follow a fraction of a second later.
-            features_in_background=True,
-            ui_on_demand=True,
-            freeze_heap=True,
-        )
+        try:
+            app = create_app(
+                settings,
+                embedded_valkey_port=embedded.port if embedded else None,
+                # Answer /health first; the feature routes follow a fraction of a second
+                # later.
+                features_in_background=True,
+                ui_on_demand=True,
+                freeze_heap=True,
+            )
+        except StartupError as exc:  # another process took the SQLite file since preflight
+            _fail(str(exc), EXIT_STARTUP)
         config = uvicorn.Config(
             app,
             host=settings.BIND_HOST,

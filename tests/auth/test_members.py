@@ -2,7 +2,7 @@
 
 import asyncio
 import time
-from pathlib import Path
+from typing import Any
 
 from svc_monitor.auth.revocations import SYNC_EVERY_S
 from tests.fixtures.licensing import FakeClock
@@ -109,15 +109,11 @@ class TestMembers:
 
 class TestTwoReplicas:
     async def test_demoted_admin_loses_admin_rights_within_30_s(
-        self, valkey_server: RunningServer, tmp_path: Path
+        self, valkey_server: RunningServer, shared_postgres: dict[str, Any]
     ):
         """Two processes on one database and one AUTH_SECRET: the one that did not make the
         change honours the cached role until its 30 s recheck, then refuses."""
-        shared = {
-            "STORAGE_TYPE": "sqlite",
-            "STORAGE_SQLITE_FILEPATH": str(tmp_path / "shared.db"),
-            "AUTH_SECRET": "s" * 40,
-        }
+        shared = {**shared_postgres, "AUTH_SECRET": "s" * 40}
         clock = FakeClock()
         async with (
             open_workspace(workspace_settings(valkey_server, **shared), clock=clock) as first,
@@ -140,14 +136,10 @@ class TestTwoReplicas:
             assert (await on_second.get("/api/connections")).status_code == 200  # still a member
 
     async def test_a_removal_or_sign_out_reaches_the_other_replica_in_seconds(
-        self, valkey_server: RunningServer, tmp_path: Path
+        self, valkey_server: RunningServer, shared_postgres: dict[str, Any]
     ):
         """Within revocations.SYNC_EVERY_S, long before the cookie's 30 s recheck."""
-        shared = {
-            "STORAGE_TYPE": "sqlite",
-            "STORAGE_SQLITE_FILEPATH": str(tmp_path / "shared.db"),
-            "AUTH_SECRET": "s" * 40,
-        }
+        shared = {**shared_postgres, "AUTH_SECRET": "s" * 40}
         async with (
             open_workspace(workspace_settings(valkey_server, **shared)) as first,
             open_workspace(workspace_settings(valkey_server, **shared), claim=False) as second,

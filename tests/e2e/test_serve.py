@@ -39,6 +39,7 @@ READY_TIMEOUT_S = 10.0
 EXIT_TIMEOUT_S = 10.0
 POLL_S = 0.05
 EXIT_CONFIG = 2
+EXIT_STARTUP = 3
 _EMBEDDED_PID = re.compile(r"embedded Valkey on 127\.0\.0\.1:\d+ \(pid (\d+)\)")
 
 
@@ -305,3 +306,45 @@ class TestBadEnvironment:
         # Nothing was left listening on the port it would have used.
         with socket.socket() as sock:
             sock.bind((HOST, int(env["PORT"])))
+
+
+class TestOneProcessPerSqliteFile:
+    """SQLite storage serves one process; replicas need PostgreSQL (or Turso)."""
+
+    def test_a_second_service_on_the_same_file_refuses_to_start_and_names_the_first(
+        self, start_service: StartService, valkey_server: RunningServer, tmp_path: Path
+    ) -> None:
+        storage = {
+            "STORAGE_TYPE": "sqlite",
+            "STORAGE_SQLITE_FILEPATH": str(tmp_path / "one.db"),
+            "DB_HOST": valkey_server.host,
+            "DB_PORT": str(valkey_server.port),
+        }
+        first = start_service("serve", env=service_env(**storage))
+        first.wait_healthy()
+        second = run_cli("serve", env=service_env(**storage))
+        assert second.returncode == EXIT_STARTUP, second.stderr
+        lines = second.stderr.strip().splitlines()
+        assert len(lines) == 1, second.stderr
+        assert str(tmp_path / "one.db") in lines[0]
+        assert f"pid {first.process.pid}" in lines[0]
+        assert "PostgreSQL" in lines[0]
+        # The first one is unharmed, and its data is intact.
+        assert first.process.poll() is None
+        first.wait_healthy()
+
+    def test_a_killed_service_leaves_no_lock_behind(
+        self, start_service: StartService, valkey_server: RunningServer, tmp_path: Path
+    ) -> None:
+        storage = {
+            "STORAGE_TYPE": "sqlite",
+            "STORAGE_SQLITE_FILEPATH": str(tmp_path / "one.db"),
+            "DB_HOST": valkey_server.host,
+            "DB_PORT": str(valkey_server.port),
+        }
+        first = start_service("serve", env=service_env(**storage))
+        first.wait_healthy()
+        end_by_pid(first.process.pid)  # SIGKILL: no shutdown ran
+        first.process.wait(timeout=EXIT_TIMEOUT_S)
+        second = start_service("serve", env=service_env(**storage))
+        second.wait_healthy()

@@ -24,6 +24,7 @@ from svc_monitor.config import Settings, StorageType
 from svc_monitor.kit.gil_handover import thread_at_work, to_thread
 from svc_monitor.storage.insert_batcher import InsertBatcher
 from svc_monitor.storage.metadata import metadata
+from svc_monitor.storage.sqlite_lock import SqliteFileLock
 from svc_monitor.storage.storage_thread import StorageThread
 from svc_monitor.storage.wal_checkpointer import BACKSTOP_PAGES, WalCheckpointer
 
@@ -45,8 +46,10 @@ class Database:
         async_engine: "AsyncEngine | None" = None,
         sync_engine: Engine | None = None,
         checkpointer: WalCheckpointer | None = None,
+        file_lock: SqliteFileLock | None = None,
     ) -> None:
         self.kind = kind
+        self._file_lock = file_lock
         self._async_engine = async_engine
         self._sync_engine = sync_engine
         self._checkpointer = checkpointer
@@ -87,11 +90,13 @@ class Database:
             assert sqlite_path is not None
             path = sqlite_path.expanduser().resolve()
             path.parent.mkdir(parents=True, exist_ok=True)
+            file_lock = SqliteFileLock(path)
+            file_lock.acquire()  # before anything touches the file
             engine = create_engine(f"sqlite:///{path}", pool_size=1, max_overflow=0)
             _sqlite_pragmas(engine, wal=True)
             checkpointer = WalCheckpointer(path)
             checkpointer.start()
-            return cls(kind, sync_engine=engine, checkpointer=checkpointer)
+            return cls(kind, sync_engine=engine, checkpointer=checkpointer, file_lock=file_lock)
         assert url is not None  # the settings refuse to start without it
         if kind is StorageType.POSTGRES:
             from sqlalchemy.ext.asyncio import create_async_engine
@@ -165,6 +170,8 @@ class Database:
             await to_thread(self._thread.shutdown)
         if self._checkpointer is not None:
             await to_thread(self._checkpointer.stop)
+        if self._file_lock is not None:
+            self._file_lock.release()  # last: every connection to the file is closed
 
 
 def _sqlite_pragmas(engine: Engine, *, wal: bool) -> None:
