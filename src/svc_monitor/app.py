@@ -38,6 +38,7 @@ from svc_monitor.kit.secret_box import SecretUndecryptable
 from svc_monitor.licensing.api import router as license_router
 from svc_monitor.otlp.ingest.api import router as otlp_ingest_router
 from svc_monitor.otlp.ingest.collector_config_api import router as otlp_config_router
+from svc_monitor.replicas.api import router as replicas_router
 from svc_monitor.runtime_settings.api import router as settings_router
 from svc_monitor.services import Features, Services
 from svc_monitor.storage.sqlite_lock import SqliteFileInUse
@@ -122,6 +123,7 @@ def create_app(
             asyncio.create_task(services.metrics.run_rollups(), name="history-rollups"),
             asyncio.create_task(services.webhook_worker.run(), name="webhook-deliveries"),
             asyncio.create_task(services.webhook_dispatcher.run(), name="webhook-dispatch"),
+            asyncio.create_task(services.replicas.run(), name="replica-heartbeat"),
         ]
         if services.event_exporter is not None:
             background.append(
@@ -178,6 +180,7 @@ def create_app(
     app.include_router(metrics_router, prefix="/api")
     app.include_router(license_router, prefix="/api")
     app.include_router(webhooks_router, prefix="/api")
+    app.include_router(replicas_router, prefix="/api")
     app.include_router(otlp_ingest_router)  # /v1/traces and /v1/external/metrics, at the root
     app.include_router(otlp_config_router, prefix="/api")
     mount_docs(app)
@@ -237,6 +240,8 @@ async def _install_features(
     app.router.routes.extend(catch_alls)  # still last, after the feature routes
     app.openapi_schema = None
     app.state.features = features
+    supervisor = features.supervisor
+    services.replicas.count_polled = lambda: len(supervisor.polled_connections())
     if with_ui:
         _install_ui(app)
     tasks = app.state.feature_tasks
@@ -312,6 +317,7 @@ async def _stop(app: FastAPI, services: Services) -> None:
     if services.otlp_transport is not None:
         await services.otlp_transport.close()
     await services.traces.flush()  # spans of exports still being written, before storage closes
+    await services.replicas.leave()  # the others see a clean stop at once, not on timeout
     await services.db.close()
 
 

@@ -27,6 +27,8 @@ from svc_monitor.otlp.export.stats import ExportStats
 from svc_monitor.otlp.export.transport import OtlpTransport
 from svc_monitor.otlp.ingest.discovery import DiscoveredInstances
 from svc_monitor.pipe.live_state import LiveState
+from svc_monitor.replicas.service import ReplicaRegistry
+from svc_monitor.replicas.store import ReplicaStore
 from svc_monitor.runtime_settings.service import RuntimeSettingsService
 from svc_monitor.runtime_settings.store import RuntimeSettingsStore
 from svc_monitor.services import Services
@@ -119,4 +121,5 @@ def build_services(settings: Settings, *, clock: Callable[[], float] = time.time
         event_exporter=event_exporter,
         discovery=DiscoveredInstances(enabled=settings.OTLP_DISCOVER_INSTANCES, clock=clock),
         traces=TraceService(TraceStore(db), settings),
+        replicas=ReplicaRegistry(ReplicaStore(db), settings, clock=clock),
     )

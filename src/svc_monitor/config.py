@@ -88,6 +88,12 @@ class Settings(BaseSettings):
     NODE_ENV: Literal["production", "development", "test"] = "production"
     LOG_LEVEL: Literal["debug", "info", "warning", "error"] = "info"  # ours
 
+    # --- replicas sharing one storage (ours) ---
+    REPLICA_HEARTBEAT_MS: Annotated[int, Field(ge=100, le=60000)] = 2000
+    REPLICA_TIMEOUT_MS: Annotated[int, Field(ge=300, le=600000)] = 10000
+    # How the other replicas and operators reach this one; default http://<hostname>:<PORT>
+    REPLICA_ADDRESS: Annotated[str, Field(max_length=300)] | None = None
+
     # --- reaching instances (ours: the spec names no timeouts) ---
     ENGINE_CONNECT_TIMEOUT_MS: Annotated[int, Field(ge=100, le=60000)] = 3000
     ENGINE_COMMAND_TIMEOUT_MS: Annotated[int, Field(ge=100, le=300000)] = 5000
@@ -272,6 +278,9 @@ class Settings(BaseSettings):
             raise ValueError(f"STORAGE_URL is required when STORAGE_TYPE={self.STORAGE_TYPE.value}")
         if self.STORAGE_TYPE is StorageType.TURSO:
             _check_turso(self.STORAGE_URL, self.STORAGE_AUTH_TOKEN)
+        if self.REPLICA_TIMEOUT_MS < 3 * self.REPLICA_HEARTBEAT_MS:
+            # One late heartbeat must not read as a dead replica.
+            raise ValueError("REPLICA_TIMEOUT_MS must be at least 3 x REPLICA_HEARTBEAT_MS")
         if self.CLOUD_MODE and not self.OTEL_INGEST_TOKEN:
             raise ValueError("OTEL_INGEST_TOKEN is required when CLOUD_MODE=true")
         return self

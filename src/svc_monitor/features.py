@@ -59,6 +59,7 @@ from svc_monitor.prometheus.families.anomaly import AnomalyCollector
 from svc_monitor.prometheus.families.cve import CveCollector
 from svc_monitor.prometheus.families.forecast import ForecastCollector
 from svc_monitor.prometheus.families.key_analytics import KeyAnalyticsCollector
+from svc_monitor.prometheus.families.replica import ReplicaCollector
 from svc_monitor.prometheus.service import PrometheusService
 from svc_monitor.services import Features, Services
 from svc_monitor.slowlog import store as slowlog_store
@@ -197,6 +198,7 @@ def _prometheus(
             receiver.counts,
             ForecastCollector(forecast, watched),
             CveCollector(consumers.cve),
+            ReplicaCollector(services.replicas, lambda: len(supervisor.polled_connections())),
             KeyAnalyticsCollector(
                 key_analytics,
                 lambda: addresses(supervisor.polled_connections()),

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from svc_monitor.pipe.pipe import Pipe
     from svc_monitor.polling.supervisor import PollSupervisor
     from svc_monitor.prometheus.service import PrometheusService
+    from svc_monitor.replicas.service import ReplicaRegistry
     from svc_monitor.runtime_settings.service import RuntimeSettingsService
     from svc_monitor.slowlog.service import SlowlogService
     from svc_monitor.storage.app_meta import AppMetaStore
@@ -92,6 +93,7 @@ class Services:
     event_exporter: "EventExporter | None"  # events as OTLP logs; None when that is off
     discovery: "DiscoveredInstances"  # unregistered OTLP pushers, offered for registration
     traces: "TraceService"  # POST /v1/traces: stored spans, the AI Traces view (traces/)
+    replicas: "ReplicaRegistry"  # the processes sharing this storage (replicas/)
 
 
 @dataclass(frozen=True, slots=True)

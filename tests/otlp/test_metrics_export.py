@@ -36,7 +36,13 @@ FAST_POLLS = {
     "CLIENT_ANALYTICS_POLL_INTERVAL_MS": 300,
 }
 # Families about svc-monitor itself, not about a connection: no `connection` attribute.
-OWN_PREFIXES = ("svc_process_", "svc_python_gc_", "svc_otlp_export_", "svc_cve_dataset_")
+OWN_PREFIXES = (
+    "svc_process_",
+    "svc_python_gc_",
+    "svc_otlp_export_",
+    "svc_cve_dataset_",
+    "svc_replica_",
+)
 
 
 @dataclass

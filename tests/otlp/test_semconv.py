@@ -188,6 +188,8 @@ class TestTheSpecTable:
             "svc_otlp_export_requests_total",
             "svc_otlp_export_last_duration_seconds",
             "svc_otlp_export_last_success_timestamp_seconds",
+            "svc_replica_polled_connections",
+            "svc_replica_heartbeat_age_seconds",
         }
         for name in exposed_names():
             if name.startswith("svc_poll_duration_seconds"):

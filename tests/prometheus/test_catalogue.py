@@ -181,7 +181,13 @@ class TestStandardProfile:
         # every connection series carries `connection`; each name is in the catalogue
         for sample in found:
             assert sample.name in exposed_names(), sample.name
-            own = ("svc_process_", "svc_python_gc_", "svc_otlp_export", "svc_cve_dataset")
+            own = (
+                "svc_process_",
+                "svc_python_gc_",
+                "svc_otlp_export",
+                "svc_cve_dataset",
+                "svc_replica_",
+            )
             if not sample.name.startswith(own):
                 assert "connection" in sample.labels, sample
         # typed, with help text

@@ -75,6 +75,7 @@ RULES: dict[str, Access] = {
     # --- system ---
     "GET /version": MEMBER,
     "GET /api/version": MEMBER,
+    "GET /api/replicas": MEMBER,
     # --- workspace ---
     "GET /api/workspace/members": MEMBER,
     "PUT /api/workspace/members/{member_id}": ADMIN,

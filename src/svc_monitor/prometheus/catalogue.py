@@ -489,6 +489,20 @@ CVE_DATASET_STALE = _own(
     "1 when the CVE dataset is older than CVE_DATASET_MAX_AGE_DAYS.",
 )
 
+# This replica's membership (prometheus/families/replica.py): every replica exports its own.
+REPLICA_POLLED = _own(
+    "svc_replica_polled_connections",
+    "gauge",
+    "Connections this replica polls.",
+    "replica",
+)
+REPLICA_HEARTBEAT_AGE = _own(
+    "svc_replica_heartbeat_age_seconds",
+    "gauge",
+    "Seconds since storage last took this replica's heartbeat; absent before the first.",
+    "replica",
+)
+
 OWN = (
     _own("svc_process_cpu_seconds", "counter", "CPU time of svc-monitor (user + system)."),
     _own("svc_process_cpu_user_seconds", "counter", "User CPU time of svc-monitor."),
@@ -528,6 +542,8 @@ OWN = (
         "signal",
     ),
     CVE_DATASET_STALE,
+    REPLICA_POLLED,
+    REPLICA_HEARTBEAT_AGE,
     # The metrics receiver's (otlp/ingest/counts.py), full profile only.
     Family(
         "svc_otlp_metric_points_accepted",
