@@ -308,18 +308,22 @@ class TestBadEnvironment:
             sock.bind((HOST, int(env["PORT"])))
 
 
+def on_one_sqlite_file(server: RunningServer, tmp_path: Path) -> dict[str, str]:
+    return {
+        "STORAGE_TYPE": "sqlite",
+        "STORAGE_SQLITE_FILEPATH": str(tmp_path / "one.db"),
+        "DB_HOST": server.host,
+        "DB_PORT": str(server.port),
+    }
+
+
 class TestOneProcessPerSqliteFile:
     """SQLite storage serves one process; replicas need PostgreSQL (or Turso)."""
 
     def test_a_second_service_on_the_same_file_refuses_to_start_and_names_the_first(
         self, start_service: StartService, valkey_server: RunningServer, tmp_path: Path
     ) -> None:
-        storage = {
-            "STORAGE_TYPE": "sqlite",
-            "STORAGE_SQLITE_FILEPATH": str(tmp_path / "one.db"),
-            "DB_HOST": valkey_server.host,
-            "DB_PORT": str(valkey_server.port),
-        }
+        storage = on_one_sqlite_file(valkey_server, tmp_path)
         first = start_service("serve", env=service_env(**storage))
         first.wait_healthy()
         second = run_cli("serve", env=service_env(**storage))
@@ -336,12 +340,7 @@ class TestOneProcessPerSqliteFile:
     def test_a_killed_service_leaves_no_lock_behind(
         self, start_service: StartService, valkey_server: RunningServer, tmp_path: Path
     ) -> None:
-        storage = {
-            "STORAGE_TYPE": "sqlite",
-            "STORAGE_SQLITE_FILEPATH": str(tmp_path / "one.db"),
-            "DB_HOST": valkey_server.host,
-            "DB_PORT": str(valkey_server.port),
-        }
+        storage = on_one_sqlite_file(valkey_server, tmp_path)
         first = start_service("serve", env=service_env(**storage))
         first.wait_healthy()
         end_by_pid(first.process.pid)  # SIGKILL: no shutdown ran
