@@ -124,6 +124,7 @@ def create_app(
             asyncio.create_task(services.webhook_worker.run(), name="webhook-deliveries"),
             asyncio.create_task(services.webhook_dispatcher.run(), name="webhook-dispatch"),
             asyncio.create_task(services.replicas.run(), name="replica-heartbeat"),
+            asyncio.create_task(services.ownership.run(), name="connection-leases"),
         ]
         if services.event_exporter is not None:
             background.append(
@@ -317,7 +318,10 @@ async def _stop(app: FastAPI, services: Services) -> None:
     if services.otlp_transport is not None:
         await services.otlp_transport.close()
     await services.traces.flush()  # spans of exports still being written, before storage closes
-    await services.replicas.leave()  # the others see a clean stop at once, not on timeout
+    # Polling has stopped: the others take our connections on their next heartbeat, and see
+    # a clean stop at once, not on timeout.
+    await services.ownership.release()
+    await services.replicas.leave()
     await services.db.close()
 
 

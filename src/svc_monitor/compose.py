@@ -27,6 +27,9 @@ from svc_monitor.otlp.export.stats import ExportStats
 from svc_monitor.otlp.export.transport import OtlpTransport
 from svc_monitor.otlp.ingest.discovery import DiscoveredInstances
 from svc_monitor.pipe.live_state import LiveState
+from svc_monitor.replicas.lease_store import LeaseStore
+from svc_monitor.replicas.models import Ownership
+from svc_monitor.replicas.ownership import LeasedOwnership, SoleOwnership
 from svc_monitor.replicas.service import ReplicaRegistry
 from svc_monitor.replicas.store import ReplicaStore
 from svc_monitor.runtime_settings.service import RuntimeSettingsService
@@ -87,6 +90,12 @@ def build_services(settings: Settings, *, clock: Callable[[], float] = time.time
         from svc_monitor.otlp.export.events import EventExporter
 
         event_exporter = EventExporter(bus, otlp_transport, otlp_stats, connections)
+    replicas = ReplicaRegistry(ReplicaStore(db), settings, clock=clock)
+    ownership: Ownership = (
+        LeasedOwnership(LeaseStore(db), replicas, settings)
+        if db.kind in (StorageType.POSTGRES, StorageType.TURSO)
+        else SoleOwnership(replicas.id)  # one process per memory or SQLite store
+    )
     return Services(
         settings=settings,
         clock=clock,
@@ -121,5 +130,6 @@ def build_services(settings: Settings, *, clock: Callable[[], float] = time.time
         event_exporter=event_exporter,
         discovery=DiscoveredInstances(enabled=settings.OTLP_DISCOVER_INSTANCES, clock=clock),
         traces=TraceService(TraceStore(db), settings),
-        replicas=ReplicaRegistry(ReplicaStore(db), settings, clock=clock),
+        replicas=replicas,
+        ownership=ownership,
     )

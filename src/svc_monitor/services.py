@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from svc_monitor.pipe.pipe import Pipe
     from svc_monitor.polling.supervisor import PollSupervisor
     from svc_monitor.prometheus.service import PrometheusService
+    from svc_monitor.replicas.models import Ownership
     from svc_monitor.replicas.service import ReplicaRegistry
     from svc_monitor.runtime_settings.service import RuntimeSettingsService
     from svc_monitor.slowlog.service import SlowlogService
@@ -94,6 +95,7 @@ class Services:
     discovery: "DiscoveredInstances"  # unregistered OTLP pushers, offered for registration
     traces: "TraceService"  # POST /v1/traces: stored spans, the AI Traces view (traces/)
     replicas: "ReplicaRegistry"  # the processes sharing this storage (replicas/)
+    ownership: "Ownership"  # which of them polls which connection (replicas/ownership.py)
 
 
 @dataclass(frozen=True, slots=True)

@@ -99,6 +99,8 @@ def build_pipe(services: Services, consumers: Consumers) -> Pipe:
             LatencyDetector(bus),
             *anomaly,
         ),
+        # What a poll brings back after this replica lost its lease goes no further.
+        fenced=services.ownership.fenced,
     )
 
 
@@ -123,6 +125,7 @@ def build_sources(
         health=health,
         pipe=pipe,
         live_state=services.live_state,
+        ownership=services.ownership,
         kinds=[InfoPoller(connections, pipe, rides).kind(), *kinds],
     )
     receiver = MetricsReceiver(

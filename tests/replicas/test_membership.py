@@ -2,13 +2,9 @@
 cleanly at once, is seen as gone when it dies, is pruned later, and rejoins if it was
 pruned while merely silent. Real PostgreSQL; a killed replica is a real process."""
 
-import asyncio
 import os
 import signal
-import subprocess
-import sys
 import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -17,24 +13,12 @@ from pydantic import ValidationError
 
 from svc_monitor.replicas.service import PRUNE_AFTER_TIMEOUTS
 from svc_monitor.replicas.store import ReplicaStore
-from tests.fixtures.app import RunningApp, free_port, make_settings, running_app, target_of
+from tests.fixtures.app import RunningApp, make_settings, running_app, target_of
+from tests.fixtures.replica_processes import eventually, replica_env, start_service, stop_process
 from tests.fixtures.servers import RunningServer
 
 FAST = {"REPLICA_HEARTBEAT_MS": 100, "REPLICA_TIMEOUT_MS": 600}
 T = TypeVar("T")
-
-
-async def eventually(check: Callable[[], Awaitable[T]], *, timeout_s: float) -> T:
-    """What `check` returns once it stops failing its assertions; its last failure if it
-    has not within `timeout_s`."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            return await check()
-        except AssertionError:
-            if time.monotonic() > deadline:
-                raise
-        await asyncio.sleep(0.05)
 
 
 async def replicas(app: RunningApp) -> list[dict[str, Any]]:
@@ -57,7 +41,9 @@ class TestTwoReplicas:
                 async def both_live() -> list[dict[str, Any]]:
                     seen = await replicas(first)
                     assert [r["live"] for r in seen] == [True, True]
-                    assert all(r["polledConnections"] == 1 for r in seen)
+                    # One connection, polled by exactly one of them.
+                    assert sorted(r["polledConnections"] for r in seen) == [0, 1]
+                    assert sorted(len(r["ownedConnections"]) for r in seen) == [0, 1]
                     return seen
 
                 seen = await eventually(both_live, timeout_s=10)
@@ -87,18 +73,6 @@ class TestTwoReplicas:
             await eventually(back, timeout_s=5)
 
 
-def start_service(env: dict[str, str], log_path: Path) -> "subprocess.Popen[bytes]":
-    """`svc-monitor serve` as a process of its own, its output in `log_path`."""
-    with log_path.open("wb") as log:
-        return subprocess.Popen(
-            [str(Path(sys.executable).parent / "svc-monitor"), "serve"],
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-
-
 class TestAKilledReplica:
     async def test_is_seen_as_gone_after_the_timeout_then_pruned(
         self,
@@ -107,21 +81,12 @@ class TestAKilledReplica:
         tmp_path: Path,
     ) -> None:
         settings = {**target_of(valkey_server), **shared_postgres, **FAST}
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("STORAGE_", "DB_"))}
-        env.update(
-            {
-                "STORAGE_TYPE": "postgres",
-                "STORAGE_URL": shared_postgres["STORAGE_URL"],
-                "DB_HOST": valkey_server.host,
-                "DB_PORT": str(valkey_server.port),
-                "REPLICA_HEARTBEAT_MS": "100",
-                "REPLICA_TIMEOUT_MS": "600",
-                "PORT": str(free_port()),
-                "BIND_HOST": "127.0.0.1",
-                "ENTITLEMENT_URL": "http://127.0.0.1:9",
-                "RELEASES_URL": "http://127.0.0.1:9",
-                "SVC_DATA_DIR": str(tmp_path),
-            }
+        env = replica_env(
+            shared_postgres,
+            valkey_server,
+            tmp_path,
+            REPLICA_HEARTBEAT_MS=100,
+            REPLICA_TIMEOUT_MS=600,
         )
         async with running_app(make_settings(**settings)) as app:
             other = start_service(env, tmp_path / "other.log")
@@ -153,9 +118,7 @@ class TestAKilledReplica:
 
                 await eventually(pruned, timeout_s=PRUNE_AFTER_TIMEOUTS * 0.6 + 5)
             finally:
-                if other.poll() is None:
-                    other.kill()
-                    other.wait(timeout=10)
+                stop_process(other)
 
 
 async def test_one_process_on_memory_storage_lists_itself(

@@ -14,7 +14,7 @@ from collections.abc import Awaitable
 from typing import Protocol
 
 from svc_monitor.engine.errors import EngineError, EngineTimeout
-from svc_monitor.polling.models import PollKind, PollTarget
+from svc_monitor.polling.models import PassSkipped, PollKind, PollTarget
 
 logger = logging.getLogger(__name__)
 
@@ -88,7 +88,11 @@ class PollLoop:
         self.idle = False
         try:
             async with asyncio.timeout(self._deadline_s):
-                target = await self._hooks.target()
+                try:
+                    target = await self._hooks.target()
+                except PassSkipped:
+                    self.idle = True
+                    return
                 self.idle = self._does_not_apply(target)
                 if self.idle:
                     return  # no pass: nothing sent, nothing counted

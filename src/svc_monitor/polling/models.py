@@ -10,6 +10,11 @@ from svc_monitor.engine.client import EngineClient
 from svc_monitor.runtime_settings.schemas import RuntimeSettingsValues
 
 
+class PassSkipped(Exception):
+    """Raised by a loop's target: no pass now (this replica does not hold the connection),
+    and it is not a failure of the instance."""
+
+
 @dataclass(frozen=True, slots=True)
 class PollTarget:
     """Everything one pass of a poll needs about its connection."""

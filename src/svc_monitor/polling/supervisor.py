@@ -3,9 +3,11 @@
 It reconciles running loops with the connection registry whenever a
 ConnectionsChanged event arrives (and every few seconds, for edits made by
 another replica), restarts a loop that crashed, and on shutdown cancels and
-awaits them all. A slow or dead instance only ever delays its own loops. Every pass
-of every loop is counted in live state's poll counts; a connection that stops being
-polled leaves nothing behind in live state.
+awaits them all. Where replicas share storage it polls only the connections this
+replica holds (replicas/ownership.py), and reconciles again whenever that changes. A
+slow or dead instance only ever delays its own loops. Every pass of every loop is
+counted in live state's poll counts; a connection that stops being polled leaves
+nothing behind in live state.
 """
 
 import asyncio
@@ -28,7 +30,8 @@ from svc_monitor.pipe.health import InstanceHealth
 from svc_monitor.pipe.live_state import LiveState
 from svc_monitor.pipe.pipe import Pipe
 from svc_monitor.polling.loop import PollLoop
-from svc_monitor.polling.models import PollKind, PollTarget
+from svc_monitor.polling.models import PassSkipped, PollKind, PollTarget
+from svc_monitor.replicas.models import Ownership
 from svc_monitor.runtime_settings.schemas import RuntimeSettingsValues
 from svc_monitor.runtime_settings.service import RuntimeSettingsService
 
@@ -60,6 +63,7 @@ class PollSupervisor:
         health: InstanceHealth,
         pipe: Pipe,
         live_state: LiveState,
+        ownership: Ownership,
         kinds: Sequence[PollKind],
     ) -> None:
         self._connections = connections
@@ -69,6 +73,9 @@ class PollSupervisor:
         self._health = health
         self._pipe = pipe
         self._live_state = live_state  # its poll counts
+        self._ownership = ownership
+        self._nudged = asyncio.Event()
+        ownership.on_change(self._nudged.set)
         self._kinds = list(kinds)
         self._polled: dict[str, _Polled] = {}
         self._values: RuntimeSettingsValues | None = None
@@ -101,6 +108,7 @@ class PollSupervisor:
         )
         try:
             while not self._stopping:
+                self._nudged.clear()
                 await self.reconcile()
                 await _wait_quietly(self._next_change(changes), RECONCILE_EVERY_S)
         finally:
@@ -109,12 +117,14 @@ class PollSupervisor:
 
     async def reconcile(self) -> None:
         await self._refresh_values()
-        wanted = {
+        pollable = {
             c.id: c
             for c in await self._connections.list()
             # Push connections are never dialled: the OTLP receiver feeds their pipe.
             if "password" not in c.unreadable and not c.pushed
         }
+        self._ownership.offer(frozenset(pollable))
+        wanted = {c: pollable[c] for c in self._ownership.owned(pollable)}
         gone = [
             connection_id
             for connection_id, polled in self._polled.items()
@@ -225,10 +235,15 @@ class PollSupervisor:
             timer.cancel()
             self._sleepers.discard(waiter)
 
-    @staticmethod
-    async def _next_change(changes: Subscription) -> None:
-        while not isinstance(await changes.get(), ConnectionsChanged | RuntimeSettingsChanged):
-            pass
+    async def _next_change(self, changes: Subscription) -> None:
+        """A change of the connections, the settings, or of what this replica holds."""
+        nudged = asyncio.ensure_future(self._nudged.wait())
+        changed = asyncio.ensure_future(_next_change(changes))
+        try:
+            await asyncio.wait({nudged, changed}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            nudged.cancel()
+            changed.cancel()
 
 
 class _Hooks:
@@ -242,6 +257,9 @@ class _Hooks:
         self._connection = connection
 
     async def target(self) -> PollTarget:
+        if self._supervisor._ownership.fenced(self._connection.id):
+            # Lost (or no longer trusted) since the last reconcile, which stops this loop.
+            raise PassSkipped
         connections = self._supervisor._connections
         seen = connections.last_seen(self._connection)
         return PollTarget(
@@ -272,6 +290,11 @@ class _Hooks:
 
     def late(self, kind: PollKind) -> None:
         self._supervisor._live_state.polls.record_late(kind.name)
+
+
+async def _next_change(changes: Subscription) -> None:
+    while not isinstance(await changes.get(), ConnectionsChanged | RuntimeSettingsChanged):
+        pass
 
 
 def _settle(waiter: "asyncio.Future[bool]", changed: bool) -> None:

@@ -1,6 +1,8 @@
 """What a replica says of itself in storage, and what the others make of it."""
 
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
+from typing import Protocol
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,3 +26,31 @@ class Replica:
     is_self: bool
     heartbeat_age_ms: int
     live: bool
+
+
+class Ownership(Protocol):
+    """Which polled connections this replica polls (replicas/ownership.py)."""
+
+    def offer(self, candidates: frozenset[str]) -> None:
+        """The polled connections, as the poll supervisor last read them."""
+        ...
+
+    def owned(self, candidates: Collection[str]) -> set[str]:
+        """Which of `candidates` this replica is to poll now."""
+        ...
+
+    def fenced(self, connection_id: str) -> bool:
+        """True for a polled connection this replica may not write or publish for."""
+        ...
+
+    def on_change(self, callback: Callable[[], None]) -> None: ...
+
+    async def holders(self) -> dict[str, list[str]]:
+        """Replica id -> the connections it holds."""
+        ...
+
+    async def run(self) -> None: ...
+
+    async def release(self) -> None:
+        """A clean stop: hand everything over now."""
+        ...

@@ -15,9 +15,16 @@ class ReplicaRead(BaseModel):
     live: bool = Field(description="Heartbeat within REPLICA_TIMEOUT_MS")
     self: bool = Field(description="The replica that answered this request")
     polledConnections: int = Field(description="Connections it polled at its last heartbeat")
+    ownedConnections: list[str] = Field(
+        description=(
+            "Ids of the connections it holds the lease on, so it alone polls them (a dead "
+            "replica's until the others take them over); every polled connection on memory "
+            "or SQLite storage, which serve one process"
+        )
+    )
 
     @classmethod
-    def of(cls, replica: Replica) -> "ReplicaRead":
+    def of(cls, replica: Replica, owned: list[str]) -> "ReplicaRead":
         record = replica.record
         return cls(
             id=record.id,
@@ -29,6 +36,7 @@ class ReplicaRead(BaseModel):
             live=replica.live,
             self=replica.is_self,
             polledConnections=record.polled_connections,
+            ownedConnections=owned,
         )
 
 
