@@ -125,6 +125,7 @@ def create_app(
             asyncio.create_task(services.webhook_dispatcher.run(), name="webhook-dispatch"),
             asyncio.create_task(services.replicas.run(), name="replica-heartbeat"),
             asyncio.create_task(services.ownership.run(), name="connection-leases"),
+            asyncio.create_task(services.changes.run(), name="change-feed"),
         ]
         if services.event_exporter is not None:
             background.append(

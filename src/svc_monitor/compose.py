@@ -27,6 +27,7 @@ from svc_monitor.otlp.export.stats import ExportStats
 from svc_monitor.otlp.export.transport import OtlpTransport
 from svc_monitor.otlp.ingest.discovery import DiscoveredInstances
 from svc_monitor.pipe.live_state import LiveState
+from svc_monitor.replicas.change_feed import ChangeFeed
 from svc_monitor.replicas.lease_store import LeaseStore
 from svc_monitor.replicas.models import Ownership
 from svc_monitor.replicas.ownership import LeasedOwnership, SoleOwnership
@@ -96,6 +97,9 @@ def build_services(settings: Settings, *, clock: Callable[[], float] = time.time
         if db.kind in (StorageType.POSTGRES, StorageType.TURSO)
         else SoleOwnership(replicas.id)  # one process per memory or SQLite store
     )
+    changes = ChangeFeed(db, bus, replicas.id, shared=db.kind is StorageType.POSTGRES)
+    webhooks.on_change = lambda: changes.announce("webhooks")
+    changes.on("webhooks", webhooks.reload)
     return Services(
         settings=settings,
         clock=clock,
@@ -132,4 +136,5 @@ def build_services(settings: Settings, *, clock: Callable[[], float] = time.time
         traces=TraceService(TraceStore(db), settings),
         replicas=replicas,
         ownership=ownership,
+        changes=changes,
     )

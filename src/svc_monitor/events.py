@@ -40,11 +40,14 @@ class ConnectionsChanged(Event):
     """A connection was added, edited or removed: pollers re-read the registry."""
 
     connection_id: str
+    from_replica: str | None = None  # made on another replica sharing this storage
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RuntimeSettingsChanged(Event):
     """PUT /settings or a reset: poll intervals may have changed."""
+
+    from_replica: str | None = None  # made on another replica sharing this storage
 
 
 class Subscription:

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from svc_monitor.pipe.pipe import Pipe
     from svc_monitor.polling.supervisor import PollSupervisor
     from svc_monitor.prometheus.service import PrometheusService
+    from svc_monitor.replicas.change_feed import ChangeFeed
     from svc_monitor.replicas.models import Ownership
     from svc_monitor.replicas.service import ReplicaRegistry
     from svc_monitor.runtime_settings.service import RuntimeSettingsService
@@ -96,6 +97,7 @@ class Services:
     traces: "TraceService"  # POST /v1/traces: stored spans, the AI Traces view (traces/)
     replicas: "ReplicaRegistry"  # the processes sharing this storage (replicas/)
     ownership: "Ownership"  # which of them polls which connection (replicas/ownership.py)
+    changes: "ChangeFeed"  # changes made here reach the other replicas at once
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,8 +11,9 @@ transaction on whichever engine this is. That keeps each query written once.
 """
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -136,6 +137,43 @@ class Database:
     async def execute(self, statement: Executable) -> int:
         """Run one statement; the number of rows it touched."""
         return await self.run(lambda conn: conn.execute(statement).rowcount)
+
+    @contextlib.asynccontextmanager
+    async def listening(
+        self, channel: str, on_message: Callable[[str], None]
+    ) -> AsyncIterator[Callable[[], Awaitable[None]]]:
+        """PostgreSQL only: one connection of the pool held aside, LISTENing on `channel`;
+        `on_message` gets each NOTIFY's payload. Yields a check that the connection is
+        still alive (a notification lost with a dropped connection is never redelivered).
+        """
+        if self._async_engine is None:
+            raise RuntimeError("LISTEN/NOTIFY needs PostgreSQL")
+
+        def deliver(_conn: Any, _pid: int, _channel: str, payload: str) -> None:
+            on_message(payload)
+
+        async with self._async_engine.connect() as conn:
+            raw = await conn.get_raw_connection()
+            driver: Any = raw.driver_connection
+            await driver.add_listener(channel, deliver)
+            try:
+
+                async def alive() -> None:
+                    await driver.execute("SELECT 1")
+
+                yield alive
+            finally:
+                with contextlib.suppress(Exception):  # gone with the connection anyway
+                    await driver.remove_listener(channel, deliver)
+
+    async def notify(self, channel: str, payload: str) -> None:
+        """PostgreSQL only: NOTIFY `channel` (delivered to listeners once committed)."""
+        await self.run(
+            lambda conn: conn.execute(
+                text("SELECT pg_notify(:channel, :payload)"),
+                {"channel": channel, "payload": payload},
+            )
+        )
 
     async def ping(self) -> None:
         await self.run(lambda conn: conn.execute(text("SELECT 1")).scalar_one())

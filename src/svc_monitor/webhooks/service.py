@@ -15,6 +15,7 @@ Deliveries a lapsed tier no longer allows, or for a disabled webhook, are not ma
 """
 
 import asyncio
+import logging
 import time
 import uuid
 from collections.abc import Callable
@@ -42,6 +43,8 @@ from svc_monitor.webhooks.schemas import (
 from svc_monitor.webhooks.sender import Sender
 from svc_monitor.webhooks.store import WebhookStore
 from svc_monitor.webhooks.targets import parse_webhook_url
+
+logger = logging.getLogger(__name__)
 
 # How stale this process's copy of the webhook list may get: changes made on another
 # replica reach this one's deliveries within this time.
@@ -90,6 +93,8 @@ class WebhookService:
         self._loaded_at = 0
         self._lock = asyncio.Lock()
         self.on_requeue: Callable[[], None] | None = None  # wakes the retry queue
+        # Told after each change made here: the other replicas reload their list.
+        self.on_change: Callable[[], None] | None = None
 
     # --- the cached list (dispatcher, worker) ---
 
@@ -128,9 +133,25 @@ class WebhookService:
                 self._reload_asked = False
             return self._cache
 
-    def _invalidate(self) -> None:
-        self._cache = None
+    async def reload(self) -> None:
+        """Read the list again now: a change made here or on another replica. Eager, not
+        on the next event: until the dispatcher had reloaded a list emptied by a change,
+        `may_deliver` let one reading through and held back the rest, so the first
+        readings after a webhook was created could be judged without it."""
+        async with self._lock:
+            self._cache = {w.id: w for w in await self._store.all()}
+            self._loaded_at = self._clock()
+            self._reload_asked = False
+
+    async def _changed(self) -> None:
+        self._cache = None  # nothing reads a list that is about to be replaced
         self._reload_asked = False
+        try:
+            await self.reload()
+        except Exception as exc:  # stored already: the list is read on the next event
+            logger.warning("webhooks: could not reload the list after a change: %s", exc)
+        if self.on_change is not None:
+            self.on_change()
 
     # --- the API ---
 
@@ -167,7 +188,7 @@ class WebhookService:
             updated_at=now,
         )
         await self._store.insert(webhook)
-        self._invalidate()
+        await self._changed()
         return to_read(webhook)
 
     async def update(self, webhook_id: str, body: WebhookUpdate) -> WebhookRead:
@@ -195,13 +216,13 @@ class WebhookService:
             changes["enabled"] = body.enabled
         webhook = replace(old, **changes, updated_at=self._clock())
         await self._store.replace(webhook)
-        self._invalidate()
+        await self._changed()
         return to_read(webhook)
 
     async def delete(self, webhook_id: str) -> None:
         if not await self._store.delete(webhook_id):
             raise WebhookNotFound(f"Webhook '{webhook_id}' not found", field="id")
-        self._invalidate()
+        await self._changed()
 
     async def test(self, webhook_id: str) -> TestResult:
         """One signed POST of a test payload; not stored, not retried."""
