@@ -126,6 +126,7 @@ def create_app(
             asyncio.create_task(services.replicas.run(), name="replica-heartbeat"),
             asyncio.create_task(services.ownership.run(), name="connection-leases"),
             asyncio.create_task(services.changes.run(), name="change-feed"),
+            asyncio.create_task(services.shared_alerts.run(), name="alert-states"),
         ]
         if services.event_exporter is not None:
             background.append(
@@ -321,6 +322,7 @@ async def _stop(app: FastAPI, services: Services) -> None:
     await services.traces.flush()  # spans of exports still being written, before storage closes
     # Polling has stopped: the others take our connections on their next heartbeat, and see
     # a clean stop at once, not on timeout.
+    await services.shared_alerts.flush()  # before the next holder reads them
     await services.ownership.release()
     await services.replicas.leave()
     await services.db.close()

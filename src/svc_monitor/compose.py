@@ -22,7 +22,8 @@ from svc_monitor.info_history.store import MetricsStore
 from svc_monitor.kit.secret_box import SecretBox
 from svc_monitor.licensing.service import LicenseService
 from svc_monitor.licensing.telemetry import UsageTelemetry
-from svc_monitor.notifications.service import AlertStates
+from svc_monitor.notifications.service import AlertStates, SharedAlerts
+from svc_monitor.notifications.store import AlertStateStore
 from svc_monitor.otlp.export.stats import ExportStats
 from svc_monitor.otlp.export.transport import OtlpTransport
 from svc_monitor.otlp.ingest.discovery import DiscoveredInstances
@@ -92,11 +93,14 @@ def build_services(settings: Settings, *, clock: Callable[[], float] = time.time
 
         event_exporter = EventExporter(bus, otlp_transport, otlp_stats, connections)
     replicas = ReplicaRegistry(ReplicaStore(db), settings, clock=clock)
+    shared_storage = db.kind in (StorageType.POSTGRES, StorageType.TURSO)
     ownership: Ownership = (
         LeasedOwnership(LeaseStore(db), replicas, settings)
-        if db.kind in (StorageType.POSTGRES, StorageType.TURSO)
+        if shared_storage
         else SoleOwnership(replicas.id)  # one process per memory or SQLite store
     )
+    # What must survive a takeover: alerts firing, instances reported down.
+    shared_alerts = SharedAlerts(AlertStateStore(db) if shared_storage else None)
     changes = ChangeFeed(db, bus, replicas.id, shared=db.kind is StorageType.POSTGRES)
     webhooks.on_change = lambda: changes.announce("webhooks")
     changes.on("webhooks", webhooks.reload)
@@ -126,7 +130,9 @@ def build_services(settings: Settings, *, clock: Callable[[], float] = time.time
             webhooks.active,
             connections,
             license,
-            AlertStates(),
+            AlertStates(
+                on_change=shared_alerts.threshold_changed if shared_alerts.enabled else None
+            ),
             may_deliver=webhooks.may_deliver,
         ),
         otlp_stats=otlp_stats,
@@ -137,4 +143,5 @@ def build_services(settings: Settings, *, clock: Callable[[], float] = time.time
         replicas=replicas,
         ownership=ownership,
         changes=changes,
+        shared_alerts=shared_alerts,
     )

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from svc_monitor.licensing.service import LicenseService
     from svc_monitor.licensing.telemetry import UsageTelemetry
     from svc_monitor.live.service import LiveMetricsService
+    from svc_monitor.notifications.service import SharedAlerts
     from svc_monitor.otlp.export.events import EventExporter
     from svc_monitor.otlp.export.metrics import MetricsExporter
     from svc_monitor.otlp.export.stats import ExportStats
@@ -98,6 +99,7 @@ class Services:
     replicas: "ReplicaRegistry"  # the processes sharing this storage (replicas/)
     ownership: "Ownership"  # which of them polls which connection (replicas/ownership.py)
     changes: "ChangeFeed"  # changes made here reach the other replicas at once
+    shared_alerts: "SharedAlerts"  # alerts firing, kept for whoever takes a connection over
 
 
 @dataclass(frozen=True, slots=True)

@@ -116,7 +116,15 @@ def build_sources(
     domains' polls), and the OTLP metrics receiver, whose pushed versions the CVE scanner
     is told of."""
     settings, connections = services.settings, services.connections
-    health = InstanceHealth(services.bus)
+    shared = services.shared_alerts
+    health = InstanceHealth(
+        services.bus, on_change=shared.health_changed if shared.enabled else None
+    )
+    alerts = services.webhook_dispatcher.alerts
+
+    async def carry_on(connection_ids: list[str]) -> None:
+        await shared.restore(connection_ids, down=health.restore_down, alerts=alerts)
+
     supervisor = PollSupervisor(
         connections=connections,
         runtime_settings=services.runtime_settings,
@@ -126,6 +134,8 @@ def build_sources(
         pipe=pipe,
         live_state=services.live_state,
         ownership=services.ownership,
+        # Taken over from another replica: carry on from the alerts it had sent.
+        carry_on=carry_on if shared.enabled else None,
         kinds=[InfoPoller(connections, pipe, rides).kind(), *kinds],
     )
     receiver = MetricsReceiver(

@@ -57,6 +57,27 @@ class TestAlertStates:
         clock.ms = 1000
         assert states.crossed(key, 95, threshold=90, factor=0.9)
 
+    def test_each_start_and_stop_is_told_and_a_restored_alert_stays_quiet(self) -> None:
+        clock = Clock()
+        told: list[tuple[tuple[str, str, str], int | None]] = []
+        states = AlertStates(clock=clock, on_change=lambda key, at: told.append((key, at)))
+        key = ("a", "c", "e")
+        clock.ms = 5
+        assert states.crossed(key, 95, threshold=90, factor=0.9)
+        assert not states.crossed(key, 80, threshold=90, factor=0.9)  # recovered
+        assert told == [(key, 5), (key, None)]
+        # Another replica's alert, still firing when this one takes the connection over.
+        taken_over = AlertStates(clock=clock)
+        taken_over.restore(key, 5)
+        assert not taken_over.crossed(key, 95, threshold=90, factor=0.9)
+        assert taken_over.crossed(key, 80, threshold=90, factor=0.9) is False
+        assert taken_over.crossed(key, 95, threshold=90, factor=0.9)  # re-armed, fires
+        # One past its TTL is not restored: it fires as the daily reminder would.
+        expired = AlertStates(clock=clock, ttl_ms=10)
+        clock.ms = 100
+        expired.restore(key, 5)
+        assert expired.crossed(key, 95, threshold=90, factor=0.9)
+
 
 @pytest.fixture
 async def dev(memory_app_factory: AppFactory) -> AsyncIterator[RunningApp]:

@@ -7,16 +7,35 @@ below 81. Only active alerts are kept, in
 an LRU of at most 1000 entries with a 24-hour TTL (the spec's limits): an evicted or
 expired alert that is still above its threshold fires again, which doubles as a daily
 reminder. State is in memory and starts empty after a restart.
+
+Where replicas share the storage (PostgreSQL, Turso), each change of it is also written
+to storage behind the scenes (SharedAlerts), and the replica that takes a connection over
+from another starts from what is stored: an alert that still fires stays quiet, as it
+would have on the replica that sent it.
 """
 
+import asyncio
+import logging
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Collection
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from svc_monitor.notifications.store import AlertStateStore
 
 CAPACITY = 1000
 TTL_MS = 24 * 3600 * 1000
 
 AlertKey = tuple[str, str, str]  # webhook id (or consumer name), connection id, event type
+# Told when an alert starts firing (its activation time) or stops (None).
+AlertChange = Callable[[AlertKey, int | None], None]
+INSTANCE_DOWN = "instance.down"
+# The most changes written in one transaction, and kept waiting while storage is out.
+WRITE_BATCH = 500
+PENDING_CAP = 10_000
+
+logger = logging.getLogger(__name__)
 
 
 def _now_ms() -> int:
@@ -32,7 +51,9 @@ class AlertStates:
         capacity: int = CAPACITY,
         ttl_ms: int = TTL_MS,
         clock: Callable[[], int] = _now_ms,
+        on_change: AlertChange | None = None,
     ) -> None:
+        self._on_change = on_change
         self._capacity = capacity
         self._ttl_ms = ttl_ms
         self._clock = clock
@@ -49,13 +70,25 @@ class AlertStates:
             self._active.move_to_end(key)
             if value < threshold * factor:
                 del self._active[key]  # recovered: the next crossing fires again
+                self._changed(key, None)
             return False
         if value <= threshold:
             return False
         self._active[key] = now
+        self._changed(key, now)
         if len(self._active) > self._capacity:
-            self._active.popitem(last=False)
+            evicted, _ = self._active.popitem(last=False)
+            self._changed(evicted, None)
         return True
+
+    def restore(self, key: AlertKey, activated_ms: int) -> None:
+        """An alert another replica activated: quiet here too until it recovers."""
+        if self._clock() - activated_ms < self._ttl_ms:
+            self._active[key] = activated_ms
+
+    def _changed(self, key: AlertKey, activated_ms: int | None) -> None:
+        if self._on_change is not None:
+            self._on_change(key, activated_ms)
 
     def is_active(self, key: AlertKey) -> bool:
         return key in self._active
@@ -63,6 +96,78 @@ class AlertStates:
     def forget_webhook(self, webhook_id: str) -> None:
         for key in [k for k in self._active if k[0] == webhook_id]:
             del self._active[key]
+            self._changed(key, None)
 
     def __len__(self) -> int:
         return len(self._active)
+
+
+class SharedAlerts:
+    """The alert states that must survive a takeover, written through to storage.
+
+    Only where replicas share the storage: `store` is None on memory and SQLite, which
+    serve one process (and keep the spec's in-memory state alone). Writes go out in the
+    background, in order, so a poll never waits on them; a change lost to a storage
+    outage can only make the next holder send an alert once more (at least once).
+    """
+
+    def __init__(self, store: "AlertStateStore | None") -> None:
+        self._store = store
+        self._pending: list[tuple[str, str, int | None]] = []
+        self._wake = asyncio.Event()
+        self._writing = asyncio.Lock()  # one writer: changes reach storage in order
+
+    @property
+    def enabled(self) -> bool:
+        return self._store is not None
+
+    def threshold_changed(self, key: AlertKey, activated_ms: int | None) -> None:
+        webhook_id, connection_id, event_type = key
+        self._queue(connection_id, f"webhook:{webhook_id}:{event_type}", activated_ms)
+
+    def health_changed(self, connection_id: str, down_since_ms: int | None) -> None:
+        self._queue(connection_id, INSTANCE_DOWN, down_since_ms)
+
+    async def restore(
+        self,
+        connection_ids: Collection[str],
+        *,
+        down: Callable[[str, int], None],
+        alerts: AlertStates,
+    ) -> None:
+        """Before this replica polls connections it took over: what was firing for them."""
+        if self._store is None:
+            return
+        await self.flush()
+        for connection_id, alert, since in await self._store.of(connection_ids):
+            if alert == INSTANCE_DOWN:
+                down(connection_id, since)
+            elif alert.startswith("webhook:"):
+                _, webhook_id, event_type = alert.split(":", 2)
+                alerts.restore((webhook_id, connection_id, event_type), since)
+
+    async def run(self) -> None:
+        if self._store is None:
+            return
+        while True:
+            await self._wake.wait()
+            await self.flush()
+
+    async def flush(self) -> None:
+        """Write what is pending now (also at a clean stop, before the leases go)."""
+        self._wake.clear()
+        async with self._writing:
+            while self._pending and self._store is not None:
+                batch, self._pending = self._pending[:WRITE_BATCH], self._pending[WRITE_BATCH:]
+                try:
+                    await self._store.apply(batch)
+                except Exception as exc:  # storage out: those changes are lost (see above)
+                    logger.warning("alert states: %d changes not stored: %s", len(batch), exc)
+
+    def _queue(self, connection_id: str, alert: str, since: int | None) -> None:
+        if self._store is None:
+            return
+        if len(self._pending) >= PENDING_CAP:
+            del self._pending[0]
+        self._pending.append((connection_id, alert, since))
+        self._wake.set()

@@ -65,6 +65,7 @@ class PollSupervisor:
         live_state: LiveState,
         ownership: Ownership,
         kinds: Sequence[PollKind],
+        carry_on: Callable[[list[str]], Awaitable[None]] | None = None,
     ) -> None:
         self._connections = connections
         self._runtime_settings = runtime_settings
@@ -74,6 +75,7 @@ class PollSupervisor:
         self._pipe = pipe
         self._live_state = live_state  # its poll counts
         self._ownership = ownership
+        self._carry_on = carry_on
         self._nudged = asyncio.Event()
         ownership.on_change(self._nudged.set)
         self._kinds = list(kinds)
@@ -133,6 +135,13 @@ class PollSupervisor:
         ]
         await self._stop(gone)
         new = [c for connection_id, c in wanted.items() if connection_id not in self._polled]
+        if new and self._carry_on is not None:
+            try:
+                await self._carry_on([c.id for c in new])
+            except Exception as exc:  # storage out: start afresh (an alert may come twice)
+                logger.warning(
+                    "could not read the alert states of %d connections: %s", len(new), exc
+                )
         for connection in new:
             self._start(connection)
         if gone or new:
