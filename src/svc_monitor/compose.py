@@ -93,14 +93,13 @@ def build_services(settings: Settings, *, clock: Callable[[], float] = time.time
 
         event_exporter = EventExporter(bus, otlp_transport, otlp_stats, connections)
     replicas = ReplicaRegistry(ReplicaStore(db), settings, clock=clock)
-    shared_storage = db.kind in (StorageType.POSTGRES, StorageType.TURSO)
     ownership: Ownership = (
         LeasedOwnership(LeaseStore(db), replicas, settings)
-        if shared_storage
+        if db.shared
         else SoleOwnership(replicas.id)  # one process per memory or SQLite store
     )
     # What must survive a takeover: alerts firing, instances reported down.
-    shared_alerts = SharedAlerts(AlertStateStore(db) if shared_storage else None)
+    shared_alerts = SharedAlerts(AlertStateStore(db) if db.shared else None)
     changes = ChangeFeed(db, bus, replicas.id, shared=db.kind is StorageType.POSTGRES)
     webhooks.on_change = lambda: changes.announce("webhooks")
     changes.on("webhooks", webhooks.reload)

@@ -197,7 +197,7 @@ def _prometheus(
             services.otlp_stats,
             receiver.counts,
             ForecastCollector(forecast, watched),
-            CveCollector(consumers.cve),
+            CveCollector(consumers.cve, lambda: {c.id for c in watched()}),
             ReplicaCollector(services.replicas, lambda: len(supervisor.polled_connections())),
             KeyAnalyticsCollector(
                 key_analytics,
@@ -223,7 +223,11 @@ def _metrics_exporter(
     from svc_monitor.otlp.export.metrics import MetricsExporter
 
     return MetricsExporter.from_settings(
-        services.settings, prometheus, services.otlp_transport, services.otlp_stats
+        services.settings,
+        prometheus,
+        services.otlp_transport,
+        services.otlp_stats,
+        instance=services.replicas.id if services.db.shared else None,
     )
 
 

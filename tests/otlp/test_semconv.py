@@ -326,6 +326,22 @@ class TestSemconvMode:
         assert "svc_process_max_fds" in monitor  # no entry: its scrape name
 
 
+@pytest.mark.parametrize("mode", [ExportMode.MIRROR, ExportMode.SEMCONV])
+def test_a_replica_s_own_resource_names_it_and_the_nodes_do_not(mode: ExportMode) -> None:
+    built = dict(
+        build_requests(
+            families_of_one_node(), mode=mode, now_ns=NOW_NS, monitor_instance="mon-a-1-abc"
+        )
+    )
+    assert resource_of(built.pop("svc-monitor")) == {
+        "service.name": "svc-monitor",
+        "service.instance.id": "mon-a-1-abc",
+    }
+    assert all(
+        resource_of(request)["service.instance.id"] != "mon-a-1-abc" for request in built.values()
+    )
+
+
 class TestMirrorMode:
     def test_one_resource_scrape_names_and_every_label(self):
         [(key, request)] = build_requests(

@@ -303,12 +303,13 @@ class CveService:
 
     # --- what the Prometheus families show (prometheus/families/cve.py) ---
 
-    def summaries(self) -> Iterator[tuple[str, "Summary"]]:
-        """(host:port, summary) of every scanned connection still registered."""
+    def summaries(self) -> Iterator[tuple[str, str, "Summary"]]:
+        """(connection id, host:port, summary) of every scanned connection still
+        registered."""
         for connection_id, summary in self._summaries.items():
             address = self._addresses.get(connection_id)
             if address is not None:
-                yield address, summary
+                yield connection_id, address, summary
 
     def dataset_stale(self) -> bool:
         return self.source.stale(self._today())

@@ -196,6 +196,12 @@ class Database:
     def persistent(self) -> bool:
         return self.kind is not StorageType.MEMORY
 
+    @property
+    def shared(self) -> bool:
+        """Whether several svc-monitor processes may use it at once (replicas): PostgreSQL
+        and Turso. Memory is one process's own, a SQLite file is locked to one."""
+        return self.kind in (StorageType.POSTGRES, StorageType.TURSO)
+
     async def close(self) -> None:
         await self.inserts.close()
         if self._async_engine is not None:

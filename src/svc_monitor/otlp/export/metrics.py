@@ -55,8 +55,12 @@ class MetricsExporter:
         mode: ExportMode,
         interval_ms: int,
         staleness_ms: int,
+        instance: str | None = None,
     ) -> None:
         self._prometheus = prometheus
+        # The replica's id where several share the storage: their own series (process,
+        # replica, exports) must not collide at the backend (service.instance.id).
+        self._instance = instance
         self._transport = transport
         self._stats = stats
         self.mode = mode  # read once at startup, as the spec says
@@ -77,6 +81,8 @@ class MetricsExporter:
         prometheus: PrometheusService,
         transport: OtlpTransport,
         stats: ExportStats,
+        *,
+        instance: str | None = None,
     ) -> "MetricsExporter":
         return cls(
             prometheus,
@@ -85,6 +91,7 @@ class MetricsExporter:
             mode=settings.OTEL_METRICS_EXPORT_MODE,
             interval_ms=settings.OTEL_METRICS_EXPORT_INTERVAL_MS,
             staleness_ms=settings.PROMETHEUS_STALENESS_MS,
+            instance=instance,
         )
 
     async def run(self) -> None:
@@ -114,7 +121,11 @@ class MetricsExporter:
         try:
             families = await self._prometheus.families()
             requests = build_requests(
-                families, mode=self.mode, now_ns=time.time_ns(), series_memory=self._memory
+                families,
+                mode=self.mode,
+                now_ns=time.time_ns(),
+                series_memory=self._memory,
+                monitor_instance=self._instance,
             )
             bodies = [(key, message.SerializeToString()) for key, message in requests]
         except Exception:  # a bug in a collector must not end the export loop

@@ -62,17 +62,21 @@ def build_requests(
     mode: ExportMode,
     now_ns: int,
     series_memory: SeriesMemory | None = None,
+    monitor_instance: str | None = None,
 ) -> Requests:
     """(resource key, request) pairs: "svc-monitor" and, in mode semconv, one host:port each.
 
     `series_memory` carries last values and counter start times from one push to the
     next (absent series are re-sent until its bound); without one, only `families` count.
+    `monitor_instance` (a replica's id) is the monitor resource's service.instance.id.
     """
     memory = series_memory if series_memory is not None else SeriesMemory(bound_ns=0)
     if mode is ExportMode.SEMCONV:
         resources, points = _SemconvConverter(families, now_ns).convert()
     else:
         resources, points = {MONITOR: _monitor_resource()}, _mirror_points(families)
+    if monitor_instance is not None:
+        resources[MONITOR] = (*resources[MONITOR], ("service.instance.id", monitor_instance))
     memory.update(resources, points, now_ns=now_ns)
     return [
         (key, _request(attributes, series, now_ns))

@@ -2,7 +2,7 @@
 per scanned connection (end-of-life is not counted), and whether the dataset is stale.
 Read from the scanner's last scans in memory, never from storage during a scrape."""
 
-from collections.abc import Iterator
+from collections.abc import Callable, Collection, Iterator
 from typing import TYPE_CHECKING
 
 from svc_monitor.cve.service import SEVERITIES, CveService
@@ -15,8 +15,11 @@ if TYPE_CHECKING:
 class CveCollector:
     """A prometheus_client collector over CveService.summaries."""
 
-    def __init__(self, cve: CveService) -> None:
+    def __init__(self, cve: CveService, watched: Callable[[], Collection[str]]) -> None:
         self._cve = cve
+        # The connections this process watches: where replicas share the polling, each
+        # exports the findings of those it polls, so no series comes from two of them.
+        self._watched = watched
 
     def collect(self) -> Iterator["Metric"]:
         from prometheus_client.core import GaugeMetricFamily
@@ -25,7 +28,10 @@ class CveCollector:
             c.CVE_FINDINGS.name, c.CVE_FINDINGS.help, labels=["connection", "severity"]
         )
         kev = GaugeMetricFamily(c.CVE_KEV.name, c.CVE_KEV.help, labels=["connection"])
-        for address, summary in self._cve.summaries():
+        watched = self._watched()
+        for connection_id, address, summary in self._cve.summaries():
+            if connection_id not in watched:
+                continue
             for severity in SEVERITIES:
                 findings.add_metric([address, severity], summary.by_severity.get(severity, 0))
             kev.add_metric([address], summary.kev)
