@@ -4,9 +4,10 @@ replica fenced off what it lost. Real svc-monitor processes on one real PostgreS
 Valkey servers; what each server received is read from the server itself."""
 
 import asyncio
+import contextlib
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, cast
@@ -128,32 +129,44 @@ async def test_thirty_connections_over_three_replicas_are_each_polled_by_one(
     assert sum(len(owned) for owned in held.values()) == 30
 
 
-@pytest.mark.parametrize("fleet", [6], indirect=True)
-async def test_a_killed_replica_s_connections_are_polled_again_within_the_bound(
+@contextlib.asynccontextmanager
+async def two_replicas(
     fleet: list[RunningServer], shared_postgres: dict[str, Any], tmp_path: Path
-) -> None:
+) -> AsyncIterator[
+    tuple[RunningApp, dict[str, RunningServer], ReplicaProcess, dict[str, set[str]]]
+]:
+    """This process and another sharing `fleet`, once they hold half each: the app, the
+    servers by connection id, the other process, and who holds what."""
     settings = sharing_settings(shared_postgres, fleet[0])
     async with running_app(make_settings(**settings)) as app:
         by_id = await add_all(app, fleet)
         env = replica_env(shared_postgres, fleet[0], tmp_path, **FAST)
         with replica_process(env, tmp_path / "b.log") as other:
             held = await eventually(lambda: balanced(app, set(by_id), 2), timeout_s=30)
-            (theirs,) = [owned for rid, owned in held.items() if f"-{other.pid}-" in rid]
-            servers = [by_id[cid] for cid in theirs]
-            await asyncio.sleep(2 * INFO_INTERVAL_S)
-            other.signal(signal.SIGKILL)
-            killed_at = time.monotonic()
-            other.process.wait(timeout=10)
-            ours = {s.port: info_calls(s) + 1 for s in servers}  # +1: this read itself
-            back_after: dict[int, float] = {}
-            while len(back_after) < len(servers) and time.monotonic() - killed_at < 15:
-                for server in servers:
-                    calls = info_calls(server)
-                    if server.port not in back_after and calls > ours[server.port]:
-                        back_after[server.port] = time.monotonic() - killed_at
-                    ours[server.port] = max(ours[server.port], calls) + 1
-                await asyncio.sleep(0.1)
-            after = await holdings(app)
+            yield app, by_id, other, held
+
+
+@pytest.mark.parametrize("fleet", [6], indirect=True)
+async def test_a_killed_replica_s_connections_are_polled_again_within_the_bound(
+    fleet: list[RunningServer], shared_postgres: dict[str, Any], tmp_path: Path
+) -> None:
+    async with two_replicas(fleet, shared_postgres, tmp_path) as (app, by_id, other, held):
+        (theirs,) = [owned for rid, owned in held.items() if f"-{other.pid}-" in rid]
+        servers = [by_id[cid] for cid in theirs]
+        await asyncio.sleep(2 * INFO_INTERVAL_S)
+        other.signal(signal.SIGKILL)
+        killed_at = time.monotonic()
+        other.process.wait(timeout=10)
+        ours = {s.port: info_calls(s) + 1 for s in servers}  # +1: this read itself
+        back_after: dict[int, float] = {}
+        while len(back_after) < len(servers) and time.monotonic() - killed_at < 15:
+            for server in servers:
+                calls = info_calls(server)
+                if server.port not in back_after and calls > ours[server.port]:
+                    back_after[server.port] = time.monotonic() - killed_at
+                ours[server.port] = max(ours[server.port], calls) + 1
+            await asyncio.sleep(0.1)
+        after = await holdings(app)
     assert len(back_after) == len(servers), back_after
     # The killed one polled each up to an INFO interval before it died.
     assert max(back_after.values()) + INFO_INTERVAL_S <= TAKEOVER_BOUND_S, back_after
@@ -164,29 +177,24 @@ async def test_a_killed_replica_s_connections_are_polled_again_within_the_bound(
 async def test_a_paused_replica_sends_nothing_for_what_it_lost_and_rejoins(
     fleet: list[RunningServer], shared_postgres: dict[str, Any], tmp_path: Path
 ) -> None:
-    settings = sharing_settings(shared_postgres, fleet[0])
-    async with running_app(make_settings(**settings)) as app:
-        by_id = await add_all(app, fleet)
-        env = replica_env(shared_postgres, fleet[0], tmp_path, **FAST)
-        with replica_process(env, tmp_path / "b.log") as other:
-            held = await eventually(lambda: balanced(app, set(by_id), 2), timeout_s=30)
-            (other_id,) = [rid for rid in held if f"-{other.pid}-" in rid]
-            lost = held[other_id]
-            other.signal(signal.SIGSTOP)
-            # Past the timeout, ours holds everything.
-            await eventually(lambda: _holds_all(app, set(by_id)), timeout_s=TIMEOUT_MS / 1000 + 5)
-            sent = {cid: info_socket_commands(other, by_id[cid]) for cid in lost}
-            other.signal(signal.SIGCONT)
-            resumed_at = time.monotonic()
-            # For three seconds it may poll a lost server only once it holds it again.
-            while time.monotonic() - resumed_at < 3:
-                grew = [cid for cid in lost if info_socket_commands(other, by_id[cid]) > sent[cid]]
-                if grew:
-                    now_held = await holdings(app)
-                    assert set(grew) <= now_held.get(other_id, set()), (grew, now_held)
-                await asyncio.sleep(0.05)
-            # It rejoins: the two share the fleet again.
-            await eventually(lambda: balanced(app, set(by_id), 2), timeout_s=15)
+    async with two_replicas(fleet, shared_postgres, tmp_path) as (app, by_id, other, held):
+        (other_id,) = [rid for rid in held if f"-{other.pid}-" in rid]
+        lost = held[other_id]
+        other.signal(signal.SIGSTOP)
+        # Past the timeout, ours holds everything.
+        await eventually(lambda: _holds_all(app, set(by_id)), timeout_s=TIMEOUT_MS / 1000 + 5)
+        sent = {cid: info_socket_commands(other, by_id[cid]) for cid in lost}
+        other.signal(signal.SIGCONT)
+        resumed_at = time.monotonic()
+        # For three seconds it may poll a lost server only once it holds it again.
+        while time.monotonic() - resumed_at < 3:
+            grew = [cid for cid in lost if info_socket_commands(other, by_id[cid]) > sent[cid]]
+            if grew:
+                now_held = await holdings(app)
+                assert set(grew) <= now_held.get(other_id, set()), (grew, now_held)
+            await asyncio.sleep(0.05)
+        # It rejoins: the two share the fleet again.
+        await eventually(lambda: balanced(app, set(by_id), 2), timeout_s=15)
 
 
 async def _holds_all(app: RunningApp, ids: set[str]) -> None:
