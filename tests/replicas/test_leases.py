@@ -1,10 +1,12 @@
-"""Leases on real PostgreSQL, round by round with a clock of our own: shared out evenly,
-never taken from a holder that renews, taken over once lapsed, handed back on a join and
-on a clean stop, and one winner when two replicas claim the same row at once."""
+"""Leases on real PostgreSQL and on a Turso (libSQL) file, round by round with a clock of
+our own: shared out evenly, never taken from a holder that renews, taken over once
+lapsed, handed back on a join and on a clean stop, and one winner when two replicas claim
+the same row at once."""
 
 import asyncio
 import hashlib
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,9 +19,18 @@ LEASE_MS = 10_000
 CONNECTIONS = frozenset(f"conn-{n:02}" for n in range(30))
 
 
+@pytest.fixture(params=["postgres", "turso"])
+def database(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[StorageType, str]:
+    if request.param == "postgres":
+        shared: dict[str, Any] = request.getfixturevalue("shared_postgres")
+        return StorageType.POSTGRES, shared["STORAGE_URL"]
+    return StorageType.TURSO, f"file:{tmp_path / 'leases.db'}"
+
+
 @pytest.fixture
-async def store(shared_postgres: dict[str, Any]) -> AsyncIterator[LeaseStore]:
-    db = Database.open(StorageType.POSTGRES, url=shared_postgres["STORAGE_URL"])
+async def store(database: tuple[StorageType, str]) -> AsyncIterator[LeaseStore]:
+    kind, url = database
+    db = Database.open(kind, url=url)
     await db.migrate()
     try:
         yield LeaseStore(db)
