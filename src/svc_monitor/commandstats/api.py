@@ -4,11 +4,12 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
+from svc_monitor.api.dependencies import ServicesDep
 from svc_monitor.api.error_responses import error_responses
 from svc_monitor.api.params import From, Limit, To
 from svc_monitor.commandstats.dependencies import CommandstatsDep
 from svc_monitor.commandstats.schemas import CommandStatRead, CommandStatSample
-from svc_monitor.connections.dependencies import SelectedConnection
+from svc_monitor.connections.dependencies import ConnectionServiceDep, SelectedConnection
 
 router = APIRouter(tags=["commandstats"])
 
@@ -20,10 +21,16 @@ router = APIRouter(tags=["commandstats"])
     responses=error_responses(404),
 )
 async def get_commandstats_summary(
-    connection: SelectedConnection, commandstats: CommandstatsDep
+    connection: SelectedConnection,
+    commandstats: CommandstatsDep,
+    connections: ConnectionServiceDep,
+    services: ServicesDep,
 ) -> list[CommandStatRead]:
     """Per-command counters (calls, usec, rejected, failed) from the latest commandstats
-    poll, most called first; empty until the first poll of the connection."""
+    poll, most called first; empty until the first poll of the connection. Where replicas
+    share the polling, one that does not poll the connection reads them live instead."""
+    if not connection.pushed and services.ownership.fenced(connection.id):
+        return await commandstats.live_summary(connections.client(connection))
     return commandstats.summary(connection.id, pushed=connection.pushed)
 
 

@@ -20,7 +20,9 @@ from dataclasses import dataclass
 
 from svc_monitor.commandstats.schemas import CommandStatRead, CommandStatSample
 from svc_monitor.commandstats.store import CommandstatsStore
+from svc_monitor.engine.client import EngineClient
 from svc_monitor.engine.info import FieldValue, ParsedInfo
+from svc_monitor.events import now_ms
 from svc_monitor.kit.records import from_attributes
 from svc_monitor.pipe.facts import CommandstatsFacts, Facts
 
@@ -103,27 +105,13 @@ class CommandstatsService:
         poll = self._latest.get(connection_id)
         if poll is None:
             return []
-        stats = [
-            CommandStatRead(
-                command=command,
-                calls=c.calls,
-                usec=c.usec,
-                usecPerCall=c.usec_per_call,
-                capturedAt=poll.captured_at,
-            )
-            if pushed
-            else CommandStatRead(
-                command=command,
-                calls=c.calls,
-                usec=c.usec,
-                usecPerCall=c.usec_per_call,
-                rejectedCalls=c.rejected_calls,
-                failedCalls=c.failed_calls,
-                capturedAt=poll.captured_at,
-            )
-            for command, c in poll.counters.items()
-        ]
-        return sorted(stats, key=lambda s: (-s.calls, s.command))
+        return _summary_of(poll, pushed=pushed)
+
+    async def live_summary(self, client: EngineClient) -> list[CommandStatRead]:
+        """The same, read from the server now: for a connection another replica polls,
+        whose latest poll this replica never saw."""
+        info = await client.info("commandstats")
+        return _summary_of(_read(info.sections.get("commandstats", {}), now_ms(), None))
 
     async def history(
         self, connection_id: str, command: str, *, since: int | None, until: int | None, limit: int
@@ -135,6 +123,30 @@ class CommandstatsService:
 
     def forget(self, connection_id: str) -> None:
         self._latest.pop(connection_id, None)
+
+
+def _summary_of(poll: _Poll, *, pushed: bool = False) -> list[CommandStatRead]:
+    stats = [
+        CommandStatRead(
+            command=command,
+            calls=c.calls,
+            usec=c.usec,
+            usecPerCall=c.usec_per_call,
+            capturedAt=poll.captured_at,
+        )
+        if pushed
+        else CommandStatRead(
+            command=command,
+            calls=c.calls,
+            usec=c.usec,
+            usecPerCall=c.usec_per_call,
+            rejectedCalls=c.rejected_calls,
+            failedCalls=c.failed_calls,
+            capturedAt=poll.captured_at,
+        )
+        for command, c in poll.counters.items()
+    ]
+    return sorted(stats, key=lambda s: (-s.calls, s.command))
 
 
 def _read(section: Mapping[str, FieldValue], captured_at: int, previous: _Poll | None) -> _Poll:
