@@ -43,7 +43,7 @@ from svc_monitor.latency_analytics.api import router as latency_router
 from svc_monitor.latency_analytics.service import LatencyService
 from svc_monitor.licensing.models import Feature
 from svc_monitor.live.api import router as live_router
-from svc_monitor.live.service import LiveMetricsService
+from svc_monitor.live.service import LiveMetricsService, ObservedElsewhere
 from svc_monitor.polling.audit_poll import AuditPoller
 from svc_monitor.polling.clients_poll import ClientsPoller
 from svc_monitor.polling.cluster_poll import cluster_kind
@@ -151,6 +151,7 @@ def build_features(services: Services) -> Features:
         audit=audit,
         client_analytics=client_analytics,
         live=LiveMetricsService(connections),
+        observed_elsewhere=ObservedElsewhere(connections, services.ownership.fenced),
         latency=latency,
         clusters=clusters,
         cli=CliService(settings, auth=services.auth, connections=connections),

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from svc_monitor.latency_analytics.service import LatencyService
     from svc_monitor.licensing.service import LicenseService
     from svc_monitor.licensing.telemetry import UsageTelemetry
-    from svc_monitor.live.service import LiveMetricsService
+    from svc_monitor.live.service import LiveMetricsService, ObservedElsewhere
     from svc_monitor.notifications.service import SharedAlerts
     from svc_monitor.otlp.export.events import EventExporter
     from svc_monitor.otlp.export.metrics import MetricsExporter
@@ -110,6 +110,8 @@ class Features:
     audit: "AuditService"
     client_analytics: "ClientAnalyticsService"
     live: "LiveMetricsService"  # live reads of /api/metrics/* (live/)
+    # The latest-poll views of connections another replica polls, read live (live/)
+    observed_elsewhere: "ObservedElsewhere"
     latency: "LatencyService"
     clusters: "ClusterService"
     cli: "CliService"  # the browser CLI's sessions (console/cli/)

@@ -33,3 +33,23 @@ async def test_the_commandstats_summary_answers_from_the_replica_that_does_not_p
         assert {row["command"] for row in polled} <= commands
         assert "info" in commands
         assert all(row["calls"] > 0 and "capturedAt" in row for row in live.json())
+
+
+async def test_the_dashboard_cards_show_on_the_replica_that_does_not_poll(
+    valkey_server: RunningServer, shared_postgres: dict[str, Any]
+) -> None:
+    settings = make_settings(**target_of(valkey_server), **shared_postgres, **FAST)
+    async with running_app(settings) as first, running_app(settings) as second:
+
+        async def other_replica() -> RunningApp:
+            got = (await first.client.get("/api/replicas")).json()["replicas"]
+            owned = {r["self"]: r["ownedConnections"] for r in got}
+            assert sorted(len(v) for v in owned.values()) == [0, 1], got
+            return second if owned[True] else first
+
+        other = await eventually(other_replica, timeout_s=20)
+        cards = await other.client.get("/ui/dashboard/live")
+        assert cards.status_code == 200, cards.text
+        assert 'class="cards"' in cards.text, cards.text[:300]
+        assert "No INFO read yet" not in cards.text
+        assert 'id="used_memory"' in cards.text or "Memory used" in cards.text

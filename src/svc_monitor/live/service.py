@@ -10,6 +10,7 @@ state rather than a missing feature.
 """
 
 import datetime
+from collections.abc import Callable
 from typing import Any
 
 from svc_monitor.connections.models import Connection
@@ -24,6 +25,7 @@ from svc_monitor.engine.latency import (
 )
 from svc_monitor.engine.reply_values import integer, pairs, text
 from svc_monitor.errors import Conflict, NotFound, NotSupported, Unavailable
+from svc_monitor.events import now_ms
 from svc_monitor.live.schemas import (
     CommandHistogramRead,
     ConfigParameterRead,
@@ -35,6 +37,8 @@ from svc_monitor.live.schemas import (
     RoleRead,
     Scalar,
 )
+from svc_monitor.pipe.live_state import CpuReading, LiveState
+from svc_monitor.pipe.observation import Observation
 
 SLOT_STATS_UNSUPPORTED = "CLUSTER SLOT-STATS is not supported on this database version"
 _CLUSTER_DISABLED_MARKER = "cluster support disabled"
@@ -234,3 +238,38 @@ def _parse_role(reply: Any) -> RoleRead:
         masters = items[1] if len(items) > 1 and isinstance(items[1], list) else []
         return RoleRead(role="sentinel", monitoredMasters=[text(m) for m in masters])
     raise FeatureUnavailable(f"ROLE answered in an unexpected shape: {role or 'empty reply'}")
+
+
+class ObservedElsewhere:
+    """What a connection polled by another replica looks like now, for views built from
+    the latest poll (the dashboard's cards, the memory page's limits).
+
+    Where replicas share the polling, only the replica that polls a connection has its
+    latest observation. Another one asked for such a view reads INFO from the server
+    live, at most once a second per connection whoever asks, and keeps the reading in a
+    state of its own: two readings give the CPU rate, as two polls do.
+    """
+
+    MIN_AGE_MS = 1000
+
+    def __init__(self, connections: ConnectionService, fenced: Callable[[str], bool]) -> None:
+        self._connections = connections
+        self._fenced = fenced
+        self._state = LiveState()
+
+    async def latest(self, connection: Connection) -> tuple[Observation | None, CpuReading | None]:
+        """The latest reading and the one before, or (None, None) where this replica polls
+        the connection itself (or it is pushed): its own live state has those."""
+        latest = self._state.latest(connection.id)
+        if connection.pushed or not self._fenced(connection.id):
+            if latest is not None:
+                self._state.forget(connection.id)  # polled here now
+            return None, None
+        if latest is None or now_ms() - latest.received_at_ms >= self.MIN_AGE_MS:
+            try:
+                info = await self._connections.client(connection).info()
+            except EngineError:  # down or hung: the views say there is nothing to show
+                return None, None
+            latest = Observation(connection_id=connection.id, received_at_ms=now_ms(), info=info)
+            self._state.update(latest)
+        return latest, self._state.previous(connection.id)

@@ -78,21 +78,23 @@ def _cpu_percent(latest: Observation, previous: CpuReading | None) -> float | No
     return max(0.0, 100 * (now.cpu_s - previous.cpu_s) / elapsed_s)
 
 
-def _overview(ui: Ui) -> Overview | None:
+async def _overview(ui: Ui) -> Overview | None:
     connection = ui.shell.connection
     if connection is None:
         return None
     live = ui.services.live_state
-    latest = live.latest(connection.id)
-    return overview(latest, live.previous(connection.id)) if latest else None
+    latest, previous = live.latest(connection.id), live.previous(connection.id)
+    if latest is None:  # polled by another replica: read live
+        latest, previous = await ui.features.observed_elsewhere.latest(connection)
+    return overview(latest, previous) if latest else None
 
 
 @router.get("/")
 async def dashboard(ui: UiDep) -> HTMLResponse:
-    return ui.page(PAGE, "dashboard/page.html", overview=_overview(ui), ranges=RANGES)
+    return ui.page(PAGE, "dashboard/page.html", overview=await _overview(ui), ranges=RANGES)
 
 
 @router.get("/ui/dashboard/live")
 async def dashboard_live(ui: UiDep) -> HTMLResponse:
     """The cards alone, which the page refreshes every few seconds."""
-    return ui.fragment("dashboard/live.html", overview=_overview(ui))
+    return ui.fragment("dashboard/live.html", overview=await _overview(ui))

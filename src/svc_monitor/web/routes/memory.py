@@ -113,9 +113,13 @@ def _pushed_memory(ui: Ui) -> PushedMemory | None:
     )
 
 
-def _limits(ui: Ui) -> Limits | None:
+async def _limits(ui: Ui) -> Limits | None:
     connection = ui.shell.connection
-    latest = ui.services.live_state.latest(connection.id) if connection else None
+    if connection is None:
+        return None
+    latest = ui.services.live_state.latest(connection.id)
+    if latest is None:  # polled by another replica: read live
+        latest, _ = await ui.features.observed_elsewhere.latest(connection)
     if latest is None:
         return None
     info = latest.info
@@ -146,7 +150,7 @@ async def memory_page(ui: UiDep) -> HTMLResponse:
         "memory/page.html",
         stats=stats,
         doctor=doctor,
-        limits=_limits(ui),
+        limits=await _limits(ui),
         pushed_memory=_pushed_memory(ui),
         ranges=RANGES,
         snapshot_ranges=SNAPSHOT_RANGES,
