@@ -124,6 +124,7 @@ def build_sources(
 
     async def carry_on(connection_ids: list[str]) -> None:
         await shared.restore(connection_ids, down=health.restore_down, alerts=alerts)
+        await services.metrics.carry_on(connection_ids)
 
     supervisor = PollSupervisor(
         connections=connections,

@@ -95,6 +95,15 @@ class Sampler:
         }
         return memory, stats
 
+    def carry_on(
+        self, connection_id: str, at_ms: int, hits: int | None, misses: int | None
+    ) -> None:
+        """Another replica stored this connection's last sample (at `at_ms`): the next one is
+        due an interval after it, not at once, so a handover leaves the history evenly
+        spaced. CPU rates start again at the sample after (its counters are not stored)."""
+        if connection_id not in self._previous:
+            self._previous[connection_id] = _Previous(at_ms, None, None, hits, misses)
+
     def forget(self, connection_id: str) -> None:
         self._previous.pop(connection_id, None)
 

@@ -140,6 +140,13 @@ class MetricsService:
             self.rollup_passes += 1
             await asyncio.sleep(every_s)
 
+    async def carry_on(self, connection_ids: Sequence[str]) -> None:
+        """Connections taken over from another replica: sample them on its cadence."""
+        for row in await self._store.last_samples(connection_ids):
+            self._sampler.carry_on(
+                row.connection_id, row.captured_at, row.keyspace_hits, row.keyspace_misses
+            )
+
     def forget(self, connection_id: str) -> None:
         self._sampler.forget(connection_id)
 

@@ -100,6 +100,24 @@ class MetricsStore:
     def __init__(self, db: Database) -> None:
         self._db = db
 
+    async def last_samples(self, connection_ids: Sequence[str]) -> list[Row[Any]]:
+        """Each connection's newest stats sample: connection_id, captured_at and the hit
+        counters (the rates of the next sample are taken from them)."""
+        if not connection_ids:
+            return []
+        s = stats_samples.c
+        newest = (
+            select(s.connection_id, func.max(s.captured_at).label("captured_at"))
+            .where(s.connection_id.in_(list(connection_ids)))
+            .group_by(s.connection_id)
+            .subquery()
+        )
+        query = select(s.connection_id, s.captured_at, s.keyspace_hits, s.keyspace_misses).join(
+            newest,
+            (s.connection_id == newest.c.connection_id) & (s.captured_at == newest.c.captured_at),
+        )
+        return list(await self._db.fetch_all(query))
+
     def add(self, memory: list[dict[str, Any]], stats: list[dict[str, Any]]) -> None:
         """Queue both for the next batched write (storage/insert_batcher.py)."""
         self._db.inserts.add(memory_snapshots, memory)
