@@ -5,6 +5,7 @@ Valkey servers; what each server received is read from the server itself."""
 
 import asyncio
 import contextlib
+import itertools
 import signal
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -16,6 +17,7 @@ import psutil
 import pytest
 
 from tests.fixtures.app import RunningApp, make_settings, running_app, target_of
+from tests.fixtures.receiver import Receiver
 from tests.fixtures.replica_processes import (
     ReplicaProcess,
     eventually,
@@ -25,7 +27,13 @@ from tests.fixtures.replica_processes import (
 from tests.fixtures.servers import RunningServer, ServerFactory
 
 HEARTBEAT_MS, TIMEOUT_MS = 250, 1000
-FAST = {"REPLICA_HEARTBEAT_MS": HEARTBEAT_MS, "REPLICA_TIMEOUT_MS": TIMEOUT_MS}
+HISTORY_SAMPLE_S = 1.0  # a history sample every poll, so the takeover's gap shows
+FAST = {
+    "REPLICA_HEARTBEAT_MS": HEARTBEAT_MS,
+    "REPLICA_TIMEOUT_MS": TIMEOUT_MS,
+    "HISTORY_SAMPLE_INTERVAL_MS": int(HISTORY_SAMPLE_S * 1000),
+    "NODE_ENV": "development",  # webhooks to a loopback receiver over http
+}
 INFO_INTERVAL_S = 1.0  # the default ANOMALY_POLL_INTERVAL_MS
 # The longest a connection may go unpolled when its replica dies.
 TAKEOVER_BOUND_S = TIMEOUT_MS / 1000 + 2 * INFO_INTERVAL_S
@@ -148,29 +156,66 @@ async def two_replicas(
 
 @pytest.mark.parametrize("fleet", [6], indirect=True)
 async def test_a_killed_replica_s_connections_are_polled_again_within_the_bound(
-    fleet: list[RunningServer], shared_postgres: dict[str, Any], tmp_path: Path
+    fleet: list[RunningServer],
+    shared_postgres: dict[str, Any],
+    tmp_path: Path,
+    server_factory: ServerFactory,
+    receiver: Receiver,
 ) -> None:
     async with two_replicas(fleet, shared_postgres, tmp_path) as (app, by_id, other, held):
+        hook = await app.client.post(
+            "/api/webhooks",
+            json={"name": "down", "url": receiver.url("/down"), "events": ["instance.down"]},
+        )
+        assert hook.status_code == 201, hook.text
         (theirs,) = [owned for rid, owned in held.items() if f"-{other.pid}-" in rid]
         servers = [by_id[cid] for cid in theirs]
+        watched, dying = sorted(theirs)[:2]
         await asyncio.sleep(2 * INFO_INTERVAL_S)
         other.signal(signal.SIGKILL)
         killed_at = time.monotonic()
         other.process.wait(timeout=10)
-        ours = {s.port: info_calls(s) + 1 for s in servers}  # +1: this read itself
+        server_factory.stop(by_id[dying])  # goes down while nobody polls it
+        alive = [s for s in servers if s is not by_id[dying]]
+        ours = {s.port: info_calls(s) + 1 for s in alive}  # +1: this read itself
         back_after: dict[int, float] = {}
-        while len(back_after) < len(servers) and time.monotonic() - killed_at < 15:
-            for server in servers:
+        while len(back_after) < len(alive) and time.monotonic() - killed_at < 15:
+            for server in alive:
                 calls = info_calls(server)
                 if server.port not in back_after and calls > ours[server.port]:
                     back_after[server.port] = time.monotonic() - killed_at
                 ours[server.port] = max(ours[server.port], calls) + 1
             await asyncio.sleep(0.1)
         after = await holdings(app)
-    assert len(back_after) == len(servers), back_after
+        await receiver.wait_for(1, path="/down", within=15)
+        await asyncio.sleep(2 * INFO_INTERVAL_S)  # a second one would have come by now
+        deliveries = (await app.client.get(f"/api/webhooks/{hook.json()['id']}/deliveries")).json()
+
+        async def history() -> list[int]:
+            got = await app.client.get(
+                "/api/memory-analytics/snapshots",
+                headers={"X-Connection-Id": watched},
+                params={"limit": 1000},
+            )
+            taken = sorted(s["capturedAt"] for s in got.json())
+            assert len(taken) >= 5, taken  # a few from after the takeover too
+            return taken
+
+        taken = await eventually(history, timeout_s=15)
+    assert len(back_after) == len(alive), back_after
     # The killed one polled each up to an INFO interval before it died.
     assert max(back_after.values()) + INFO_INTERVAL_S <= TAKEOVER_BOUND_S, back_after
     assert set().union(*after.values()) == set(by_id)
+    # The instance that died during the takeover: one instance.down, one delivery row.
+    (down,) = receiver.on("/down")
+    assert down.json["instance"]["connectionId"] == dying
+    assert [d["connectionId"] for d in deliveries] == [dying]
+    # Its history, from both replicas: no two samples for one poll (a sample is due a
+    # second after the last, so with the polls' jitter every one or two seconds), and
+    # no gap longer than the takeover.
+    gaps = [(b - a) / 1000 for a, b in itertools.pairwise(taken)]
+    assert min(gaps) >= HISTORY_SAMPLE_S * 0.9, gaps
+    assert max(gaps) <= TAKEOVER_BOUND_S + 2 * HISTORY_SAMPLE_S, gaps
 
 
 @pytest.mark.parametrize("fleet", [6], indirect=True)
