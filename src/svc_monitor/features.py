@@ -151,7 +151,7 @@ def build_features(services: Services) -> Features:
         audit=audit,
         client_analytics=client_analytics,
         live=LiveMetricsService(connections),
-        observed_elsewhere=ObservedElsewhere(connections, services.ownership.fenced),
+        observed_elsewhere=ObservedElsewhere(connections, services.ownership.polled_elsewhere),
         latency=latency,
         clusters=clusters,
         cli=CliService(settings, auth=services.auth, connections=connections),

@@ -29,7 +29,7 @@ async def get_commandstats_summary(
     """Per-command counters (calls, usec, rejected, failed) from the latest commandstats
     poll, most called first; empty until the first poll of the connection. Where replicas
     share the polling, one that does not poll the connection reads them live instead."""
-    if not connection.pushed and services.ownership.fenced(connection.id):
+    if not connection.pushed and services.ownership.polled_elsewhere(connection.id):
         return await commandstats.live_summary(connections.client(connection))
     return commandstats.summary(connection.id, pushed=connection.pushed)
 

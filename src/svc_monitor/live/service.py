@@ -252,16 +252,18 @@ class ObservedElsewhere:
 
     MIN_AGE_MS = 1000
 
-    def __init__(self, connections: ConnectionService, fenced: Callable[[str], bool]) -> None:
+    def __init__(
+        self, connections: ConnectionService, polled_elsewhere: Callable[[str], bool]
+    ) -> None:
         self._connections = connections
-        self._fenced = fenced
+        self._polled_elsewhere = polled_elsewhere
         self._state = LiveState()
 
     async def latest(self, connection: Connection) -> tuple[Observation | None, CpuReading | None]:
         """The latest reading and the one before, or (None, None) where this replica polls
         the connection itself (or it is pushed): its own live state has those."""
         latest = self._state.latest(connection.id)
-        if connection.pushed or not self._fenced(connection.id):
+        if connection.pushed or not self._polled_elsewhere(connection.id):
             if latest is not None:
                 self._state.forget(connection.id)  # polled here now
             return None, None

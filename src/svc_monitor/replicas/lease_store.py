@@ -51,6 +51,7 @@ class LeaseHolding:
 
     held: frozenset[str]
     next_lapse_ms: int | None  # the soonest lapse among others' live leases on candidates
+    held_elsewhere: frozenset[str] = frozenset()  # candidates other replicas hold now
 
 
 class LeaseStore:
@@ -124,8 +125,9 @@ def _settle(conn: Connection, r: LeaseRound) -> LeaseHolding:
         free = sorted(r.candidates - mine - others_live.keys(), key=r.preference, reverse=True)
         keep.update(_claim(conn, r, free[:wanted], lapsed, expires))
     conn.execute(delete(connection_leases).where(leases.expires_at < r.now_ms - r.forget_after_ms))
-    lapses = [at for cid, at in others_live.items() if cid in r.candidates]
-    return LeaseHolding(frozenset(keep), min(lapses) if lapses else None)
+    elsewhere = frozenset(others_live.keys() & r.candidates)
+    lapses = [others_live[cid] for cid in elsewhere]
+    return LeaseHolding(frozenset(keep), min(lapses) if lapses else None, elsewhere)
 
 
 def _claim(

@@ -43,6 +43,11 @@ class Ownership(Protocol):
         """True for a polled connection this replica may not write or publish for."""
         ...
 
+    def polled_elsewhere(self, connection_id: str) -> bool:
+        """True for a polled connection another live replica held at the last round: its
+        latest-poll views are read live here (not for one this replica is about to take)."""
+        ...
+
     def on_change(self, callback: Callable[[], None]) -> None: ...
 
     async def holders(self) -> dict[str, list[str]]:

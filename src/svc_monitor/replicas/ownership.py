@@ -56,6 +56,9 @@ class SoleOwnership:
     def fenced(self, connection_id: str) -> bool:
         return False
 
+    def polled_elsewhere(self, connection_id: str) -> bool:
+        return False
+
     def on_change(self, callback: Callable[[], None]) -> None:
         pass  # never changes
 
@@ -91,6 +94,7 @@ class LeasedOwnership:
         self._trust_s = (settings.REPLICA_TIMEOUT_MS - settings.REPLICA_HEARTBEAT_MS) / 1000
         self._candidates: frozenset[str] | None = None
         self._held: frozenset[str] = frozenset()
+        self._elsewhere: frozenset[str] = frozenset()
         self._trusted_until = float("-inf")
         self._wake = asyncio.Event()
         self._callbacks: list[Callable[[], None]] = []
@@ -111,6 +115,9 @@ class LeasedOwnership:
         if candidates is None or connection_id not in candidates:
             return False  # pushed, or not polled by anyone: not ours to fence
         return connection_id not in self._held or not self._trusted()
+
+    def polled_elsewhere(self, connection_id: str) -> bool:
+        return connection_id in self._elsewhere
 
     def on_change(self, callback: Callable[[], None]) -> None:
         self._callbacks.append(callback)
@@ -179,6 +186,7 @@ class LeasedOwnership:
         was_trusted = self._trusted()
         before = self._held
         self._held = holding.held
+        self._elsewhere = holding.held_elsewhere
         self._trusted_until = started + self._trust_s
         if holding.held != before or not was_trusted:
             self._notify()
