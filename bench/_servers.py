@@ -9,10 +9,12 @@ import signal
 import socket
 import subprocess
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from svc_monitor.engine.info import parse_info
 from svc_monitor.kit.embedded_valkey import valkey_binary
 
 PR_SET_PDEATHSIG = 1  # prctl: the signal a child gets when its parent dies
@@ -33,7 +35,7 @@ def start_servers(count: int, workdir: Path) -> list[Server]:
     (PR_SET_PDEATHSIG), so one started from a pool thread would die with that thread."""
     servers = []
     for index in range(count):
-        port = _free_port()
+        port = free_port()
         data = workdir / str(index)
         data.mkdir()
         command = [
@@ -90,7 +92,7 @@ def _die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
@@ -114,3 +116,45 @@ class LoopLag:
 
     def stop(self) -> None:
         self._stop = True
+
+
+@dataclass(frozen=True)
+class ServerCounts:
+    """What one server has seen so far: commands by name, bytes in and out."""
+
+    commands: Counter[str]
+    bytes_in: int
+    bytes_out: int
+    probe_reply: int  # the size of the reply to this very read, not yet in bytes_out
+    at: float  # monotonic seconds when it was read
+
+
+def read_counts(port: int) -> ServerCounts:
+    """The server's own counts, over a bare socket: a client library would add its
+    handshake (HELLO, CLIENT SETINFO ...) to what it reads."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as conn:
+        conn.sendall(b"*3\r\n$4\r\nINFO\r\n$5\r\nstats\r\n$12\r\ncommandstats\r\n")
+        reply = b""
+        while not _complete(reply):
+            chunk = conn.recv(65536)
+            if not chunk:
+                raise OSError("connection closed")
+            reply += chunk
+    info = parse_info(reply.split(b"\r\n", 1)[1])
+    commands: Counter[str] = Counter()
+    for name, fields in info.sections.get("commandstats", {}).items():
+        calls = fields.get("calls") if isinstance(fields, dict) else None
+        if isinstance(calls, int):
+            commands[name.removeprefix("cmdstat_")] = calls
+    return ServerCounts(
+        commands=commands,
+        bytes_in=info.get_int("stats", "total_net_input_bytes") or 0,
+        bytes_out=info.get_int("stats", "total_net_output_bytes") or 0,
+        probe_reply=len(reply),
+        at=time.monotonic(),
+    )
+
+
+def _complete(reply: bytes) -> bool:
+    header, sep, rest = reply.partition(b"\r\n")
+    return bool(sep) and len(rest) >= int(header[1:]) + 2

@@ -19,72 +19,27 @@ with no late ticks; at most 80 commands and 220 KB per minute per server.
 import argparse
 import asyncio
 import platform
-import socket
 import statistics
 import tempfile
 import threading
 import time
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import psutil
 import uvloop
 
-from _servers import LoopLag, Server, start_servers, stop_servers
+from _servers import LoopLag, Server, ServerCounts, read_counts, start_servers, stop_servers
 from svc_monitor.app import create_app
 from svc_monitor.config import Settings, StorageType
-from svc_monitor.engine.info import parse_info
 from svc_monitor.services import Services
 
 NOWHERE = "http://127.0.0.1:9"  # the update check must not leave loopback
 
 
-@dataclass(frozen=True)
-class ServerCounts:
-    """What one server has seen so far: commands by name, bytes in and out."""
-
-    commands: Counter[str]
-    bytes_in: int
-    bytes_out: int
-    probe_reply: int  # the size of the reply to this very read, not yet in bytes_out
-    at: float  # monotonic seconds when it was read
-
-
-def read_counts(port: int) -> ServerCounts:
-    """The server's own counts, over a bare socket: a client library would add its
-    handshake (HELLO, CLIENT SETINFO ...) to what it reads."""
-    with socket.create_connection(("127.0.0.1", port), timeout=5) as conn:
-        conn.sendall(b"*3\r\n$4\r\nINFO\r\n$5\r\nstats\r\n$12\r\ncommandstats\r\n")
-        reply = b""
-        while not _complete(reply):
-            chunk = conn.recv(65536)
-            if not chunk:
-                raise OSError("connection closed")
-            reply += chunk
-    info = parse_info(reply.split(b"\r\n", 1)[1])
-    commands: Counter[str] = Counter()
-    for name, fields in info.sections.get("commandstats", {}).items():
-        calls = fields.get("calls") if isinstance(fields, dict) else None
-        if isinstance(calls, int):
-            commands[name.removeprefix("cmdstat_")] = calls
-    return ServerCounts(
-        commands=commands,
-        bytes_in=info.get_int("stats", "total_net_input_bytes") or 0,
-        bytes_out=info.get_int("stats", "total_net_output_bytes") or 0,
-        probe_reply=len(reply),
-        at=time.monotonic(),
-    )
-
-
 def _read_all(servers: list[Server]) -> list[ServerCounts]:
     return [read_counts(s.port) for s in servers]
-
-
-def _complete(reply: bytes) -> bool:
-    header, sep, rest = reply.partition(b"\r\n")
-    return bool(sep) and len(rest) >= int(header[1:]) + 2
 
 
 async def run(servers: list[Server], seconds: float) -> None:

@@ -20,7 +20,6 @@ import argparse
 import asyncio
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -36,7 +35,7 @@ import asyncpg
 import httpx
 import psutil
 
-from _servers import Server, start_servers, stop_servers
+from _servers import Server, free_port, read_counts, start_servers, stop_servers
 
 PG_ADMIN = os.environ.get("SVC_BENCH_PG_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 NOWHERE = "http://127.0.0.1:9"
@@ -56,33 +55,9 @@ class Replica:
         return self.process.pid
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def info_calls(port: int) -> int:
-    """INFO calls the server has answered, over a bare socket (this read counts once)."""
-    with socket.create_connection(("127.0.0.1", port), timeout=5) as conn:
-        conn.sendall(b"*2\r\n$4\r\nINFO\r\n$12\r\ncommandstats\r\n")
-        reply = b""
-        while b"\r\n" not in reply or len(reply) < _bulk_size(reply):
-            chunk = conn.recv(65536)
-            if not chunk:
-                break
-            reply += chunk
-    for line in reply.decode(errors="replace").splitlines():
-        if line.startswith("cmdstat_info:"):
-            return int(line.split("calls=")[1].split(",")[0])
-    return 0
-
-
-def _bulk_size(reply: bytes) -> int:
-    """The whole length of a RESP bulk string reply, from its header."""
-    header, _, _ = reply.partition(b"\r\n")
-    return len(header) + 2 + int(header[1:]) + 2
+    """INFO calls the server has answered (this read counts once, after it)."""
+    return read_counts(port).commands["info"]
 
 
 @contextmanager

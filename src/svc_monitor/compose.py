@@ -129,9 +129,7 @@ def build_services(settings: Settings, *, clock: Callable[[], float] = time.time
             webhooks.active,
             connections,
             license,
-            AlertStates(
-                on_change=shared_alerts.threshold_changed if shared_alerts.enabled else None
-            ),
+            AlertStates(on_change=shared_alerts.threshold_changed),
             may_deliver=webhooks.may_deliver,
         ),
         otlp_stats=otlp_stats,

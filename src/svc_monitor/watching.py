@@ -117,9 +117,7 @@ def build_sources(
     is told of."""
     settings, connections = services.settings, services.connections
     shared = services.shared_alerts
-    health = InstanceHealth(
-        services.bus, on_change=shared.health_changed if shared.enabled else None
-    )
+    health = InstanceHealth(services.bus, on_change=shared.health_changed)
     alerts = services.webhook_dispatcher.alerts
 
     async def carry_on(connection_ids: list[str]) -> None:

@@ -106,7 +106,8 @@ class SharedAlerts:
     """The alert states that must survive a takeover, written through to storage.
 
     Only where replicas share the storage: `store` is None on memory and SQLite, which
-    serve one process (and keep the spec's in-memory state alone). Writes go out in the
+    serve one process (and keep the spec's in-memory state alone); there every change is
+    let go at once. Writes go out in the
     background, in order, so a poll never waits on them; a change lost to a storage
     outage can only make the next holder send an alert once more (at least once).
     """

@@ -12,9 +12,8 @@ nothing behind in live state.
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from svc_monitor.config import Settings
 from svc_monitor.connections.models import Connection
@@ -26,6 +25,7 @@ from svc_monitor.events import (
     RuntimeSettingsChanged,
     Subscription,
 )
+from svc_monitor.kit.waiting import wait_quietly
 from svc_monitor.pipe.health import InstanceHealth
 from svc_monitor.pipe.live_state import LiveState
 from svc_monitor.pipe.pipe import Pipe
@@ -112,7 +112,7 @@ class PollSupervisor:
             while not self._stopping:
                 self._nudged.clear()
                 await self.reconcile()
-                await _wait_quietly(self._next_change(changes), RECONCILE_EVERY_S)
+                await wait_quietly(self._next_change(changes), RECONCILE_EVERY_S)
         finally:
             self._bus.unsubscribe(changes)
             await self.stop_all()
@@ -309,19 +309,3 @@ async def _next_change(changes: Subscription) -> None:
 def _settle(waiter: "asyncio.Future[bool]", changed: bool) -> None:
     if not waiter.done():
         waiter.set_result(changed)
-
-
-async def _wait_quietly(awaitable: Coroutine[Any, Any, Any], timeout_s: float) -> bool:
-    """Wait up to `timeout_s` for `awaitable`; True if it finished.
-
-    Not `asyncio.timeout`: these waits expire every second or so, and on Python 3.11 a
-    cancellation arriving as one expires can come out as TimeoutError and be swallowed,
-    which left the supervisor running after shutdown (seen in tests). `asyncio.wait`
-    times out without cancelling anything, so a cancellation always reaches us.
-    """
-    waiter = asyncio.ensure_future(awaitable)
-    try:
-        done, _ = await asyncio.wait({waiter}, timeout=timeout_s)
-    finally:
-        waiter.cancel()
-    return bool(done)

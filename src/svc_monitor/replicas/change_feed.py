@@ -90,17 +90,15 @@ class ChangeFeed:
             if catch_up:
                 await self._reload_everything()
             while True:
-                check = asyncio.get_running_loop().create_task(asyncio.sleep(CHECK_EVERY_S))
                 get = asyncio.ensure_future(self._incoming.get())
                 try:
-                    done, _ = await asyncio.wait({check, get}, return_when=asyncio.FIRST_COMPLETED)
+                    done, _ = await asyncio.wait({get}, timeout=CHECK_EVERY_S)
                 finally:
-                    check.cancel()
-                    get.cancel()
-                if get in done:
+                    get.cancel()  # a finished get keeps its result
+                if done:
                     await self._apply(get.result())
                 else:
-                    await alive()
+                    await alive()  # quiet for a while: is the listener still there?
 
     async def _relay_out(self, relay: Subscription) -> None:
         while True:

@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable, Collection
 
 from svc_monitor.config import Settings
+from svc_monitor.kit.waiting import wait_quietly
 from svc_monitor.replicas.lease_store import LeaseRound, LeaseStore
 from svc_monitor.replicas.service import PRUNE_AFTER_TIMEOUTS, ReplicaRegistry
 
@@ -108,7 +109,7 @@ class LeasedOwnership:
     def owned(self, candidates: Collection[str]) -> set[str]:
         if not self._trusted():
             return set()
-        return {c for c in candidates if c in self._held}
+        return set(self._held.intersection(candidates))
 
     def fenced(self, connection_id: str) -> bool:
         candidates = self._candidates
@@ -141,7 +142,7 @@ class LeasedOwnership:
                     logger.warning("replica %s: lease round failed: %s", self._registry.id, exc)
                 self._storage_failing = True
                 delay = self._after_failure()
-            await _wait_quietly(self._wake, delay)
+            await wait_quietly(self._wake.wait(), delay)
 
     async def release(self) -> None:
         was_holding = bool(self._held)
@@ -209,16 +210,6 @@ class LeasedOwnership:
     def _notify(self) -> None:
         for callback in self._callbacks:
             callback()
-
-
-async def _wait_quietly(event: asyncio.Event, timeout_s: float) -> None:
-    """Up to `timeout_s` for `event`. Not `asyncio.wait_for`: a cancellation landing as it
-    times out can come out as TimeoutError on Python 3.11 (polling/supervisor.py)."""
-    waiter = asyncio.ensure_future(event.wait())
-    try:
-        await asyncio.wait({waiter}, timeout=timeout_s)
-    finally:
-        waiter.cancel()
 
 
 def _preference(replica_id: str, connection_id: str) -> int:
