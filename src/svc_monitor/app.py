@@ -331,6 +331,7 @@ async def _stop(app: FastAPI, services: Services) -> None:
 async def _start(services: Services, *, embedded_valkey_port: int | None) -> None:
     services.license.start()
     await services.db.migrate()
+    await services.license.adopt_shared()  # an activation made on another replica
     if not services.secrets.encrypting:
         logger.warning("ENCRYPTION_KEY is not set: connection passwords are stored in plain text")
     await _check_encryption_key(services)

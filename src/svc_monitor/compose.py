@@ -21,6 +21,7 @@ from svc_monitor.info_history.service import MetricsService
 from svc_monitor.info_history.store import MetricsStore
 from svc_monitor.kit.secret_box import SecretBox
 from svc_monitor.licensing.service import LicenseService
+from svc_monitor.licensing.store import SharedLicenseStore
 from svc_monitor.licensing.telemetry import UsageTelemetry
 from svc_monitor.notifications.service import AlertStates, SharedAlerts
 from svc_monitor.notifications.store import AlertStateStore
@@ -52,7 +53,9 @@ from svc_monitor.webhooks.worker import DeliveryWorker
 
 def build_services(settings: Settings, *, clock: Callable[[], float] = time.time) -> Services:
     db = Database.from_settings(settings)
-    license = LicenseService(settings, clock=clock)
+    license = LicenseService(
+        settings, clock=clock, shared=SharedLicenseStore(db) if db.shared else None
+    )
     secrets = SecretBox(settings.ENCRYPTION_KEY, salt=settings.ENCRYPTION_KEK_SALT)
     live = LiveConnections(
         connect_timeout_s=settings.ENGINE_CONNECT_TIMEOUT_MS / 1000,
@@ -103,6 +106,8 @@ def build_services(settings: Settings, *, clock: Callable[[], float] = time.time
     changes = ChangeFeed(db, bus, replicas.id, shared=db.kind is StorageType.POSTGRES)
     webhooks.on_change = lambda: changes.announce("webhooks")
     changes.on("webhooks", webhooks.reload)
+    license.on_change = lambda: changes.announce("license")
+    changes.on("license", license.adopt_shared)
     return Services(
         settings=settings,
         clock=clock,

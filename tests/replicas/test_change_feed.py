@@ -9,6 +9,7 @@ from typing import Any
 from svc_monitor.event_types.readings import MemoryReading
 from svc_monitor.events import ConnectionsChanged, Event, RuntimeSettingsChanged
 from tests.fixtures.app import RunningApp, make_settings, running_app, target_of
+from tests.fixtures.licensing import SigningKey
 from tests.fixtures.receiver import Receiver
 from tests.fixtures.replica_processes import eventually
 from tests.fixtures.servers import RunningServer
@@ -101,3 +102,53 @@ async def test_a_webhook_changed_on_one_replica_delivers_with_the_new_settings_f
         await receiver.wait_for(1)
         assert [r.path for r in receiver.requests] == ["/after"]
         assert receiver.requests[0].json["data"]["threshold"] == 70
+
+
+async def test_an_offline_licence_activated_on_one_replica_licenses_the_other_within_a_second(
+    valkey_server: RunningServer, shared_postgres: dict[str, Any], signing_key: SigningKey
+) -> None:
+    # Each replica has a data directory of its own: nothing reaches the second by file.
+    config = shared(valkey_server, shared_postgres)
+    async with (
+        running_app(make_settings(**config)) as first,
+        running_app(make_settings(**config)) as second,
+    ):
+        await asyncio.sleep(0.5)  # both listening
+
+        async def tier_on(app: RunningApp) -> str:
+            status = (await app.client.get("/api/license/status")).json()
+            return str(status["tier"])
+
+        assert await tier_on(second) == "community"
+        assert (await second.client.get("/api/anomaly/buffers")).status_code == 403
+        started = time.monotonic()
+        activated = await first.client.put(
+            "/api/license/offline", json={"token": signing_key.mint(tier="enterprise")}
+        )
+        assert activated.status_code == 200, activated.text
+
+        async def enterprise_on_second() -> None:
+            assert await tier_on(second) == "enterprise"
+
+        await eventually(enterprise_on_second, timeout_s=5)
+        assert time.monotonic() - started < WITHIN_S
+        gated = await second.client.get("/api/anomaly/buffers")
+        assert gated.status_code == 200, gated.text  # a Pro feature now answers there
+
+        started = time.monotonic()
+        removed = await second.client.delete("/api/license/offline")
+        assert removed.status_code == 200, removed.text
+
+        async def community_on_first() -> None:
+            assert await tier_on(first) == "community"
+
+        await eventually(community_on_first, timeout_s=5)
+        assert time.monotonic() - started < WITHIN_S
+        again = await first.client.put(
+            "/api/license/offline", json={"token": signing_key.mint(tier="pro")}
+        )
+        assert again.status_code == 200, again.text
+
+    # A replica started later takes up what storage holds, not its own empty directory.
+    async with running_app(make_settings(**config)) as third:
+        assert await tier_on(third) == "pro"

@@ -85,12 +85,12 @@ async def activate_offline_license(request: Request, services: ServicesDep) -> L
     409 when SVC_OFFLINE_LICENSE pins the licence in the environment.
     """
     token = await token_from_request(request)
-    services.license.activate_offline(token)
+    await services.license.activate_offline(token)
     return _status(services)
 
 
 @router.delete("/offline", response_model=LicenseStatusRead, responses=error_responses(404, 409))
 async def remove_offline_license(services: ServicesDep) -> LicenseStatusRead:
     """Remove the activated offline licence (404 when there is none)."""
-    services.license.remove_offline()
+    await services.license.remove_offline()
     return _status(services)

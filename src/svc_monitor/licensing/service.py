@@ -4,9 +4,13 @@
    returns verified here, then persisted as license.jwt;
 2. the last online answer, for LICENSE_CACHE_TTL_MS;
 3. license.jwt, up to LICENSE_MAX_STALE_MS after the check that fetched it;
-4. an offline token: SVC_OFFLINE_LICENSE, else SVC_OFFLINE_LICENSE_FILE, else
+4. an offline token: SVC_OFFLINE_LICENSE, else (replicas sharing PostgreSQL or Turso)
+   the one activated through the API on any replica, else SVC_OFFLINE_LICENSE_FILE, else
    license-offline.jwt in SVC_DATA_DIR;
 5. community.
+
+An activation or removal on one replica is written to storage first and announced; the
+others take it up within a second (the change feed), or on their next minute's check.
 
 With an offline token and no SVC_LICENSE_KEY the install is air-gapped: nothing here
 (or in the update check or telemetry, which ask `air_gapped`) sends a request.
@@ -28,6 +32,8 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
+from sqlalchemy.exc import SQLAlchemyError
+
 from svc_monitor import __version__
 from svc_monitor.config import Settings
 from svc_monitor.errors import AppError, Conflict, NotFound, Unavailable
@@ -36,6 +42,7 @@ from svc_monitor.kit.outbound import Reply, post_json
 from svc_monitor.licensing.files import LicenseFiles, PersistedToken, key_fingerprint
 from svc_monitor.licensing.models import Feature, Tier
 from svc_monitor.licensing.resolution import COMMUNITY, Entitlement, Notice, Source
+from svc_monitor.licensing.store import SharedLicenseStore
 from svc_monitor.licensing.tokens import LEEWAY_S, LicenseClaims, TokenRefused, day_of, verify
 
 logger = logging.getLogger(__name__)
@@ -60,11 +67,30 @@ class _Denied(Exception):
     """The entitlement server answered that the key is not entitled."""
 
 
+class _Unset:
+    pass
+
+
+UNSET = _Unset()
+
+
 class LicenseService:
-    def __init__(self, settings: Settings, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        clock: Callable[[], float] = time.time,
+        shared: SharedLicenseStore | None = None,
+    ) -> None:
         self._settings = settings
         self._clock = clock
         self._files = LicenseFiles(settings.SVC_DATA_DIR, settings.offline_license_file)
+        # Where replicas share the storage, the offline licence activated through the API
+        # lives there, and what it holds (a token, or None once removed) outranks the file
+        # in this replica's data directory. Unset until storage has been read.
+        self._shared = shared
+        self._shared_offline: str | _Unset | None = UNSET
+        self.on_change: Callable[[], None] = lambda: None  # tells the other replicas
         self._key = (
             settings.SVC_LICENSE_KEY.get_secret_value() if settings.SVC_LICENSE_KEY else None
         )
@@ -152,6 +178,9 @@ class LicenseService:
             else:
                 self._log_expiry(self.entitlement())
             await asyncio.sleep(LOCAL_CHECK_S)
+            # Storage without change notices (Turso) learns of another replica's activation here.
+            with contextlib.suppress(SQLAlchemyError, OSError):
+                await self.adopt_shared()
 
     async def refresh(self) -> Entitlement:
         """Check online now (when there is a key), then fall back in order."""
@@ -177,13 +206,14 @@ class LicenseService:
 
     # --- offline activation ---
 
-    def activate_offline(self, token: str) -> Entitlement:
+    async def activate_offline(self, token: str) -> Entitlement:
         """Verify and save an offline token; a refused one changes nothing."""
         self._refuse_when_env_pinned()
         try:
             claims = verify(token, now=self._now_ms() / 1000, mode="offline")
         except TokenRefused as exc:
             raise LicenseRefused(str(exc), field="token") from None
+        await self._share_offline(token.strip())
         try:
             self._files.write_offline(token)
         except OSError as exc:
@@ -201,16 +231,50 @@ class LicenseService:
         )
         self._notices.pop("offline", None)
         self._set(self._resolve_locally(self._now_ms(), use_cache=True))
+        self.on_change()
         return self._current
 
-    def remove_offline(self) -> Entitlement:
+    async def remove_offline(self) -> Entitlement:
         self._refuse_when_env_pinned()
-        if not self._files.remove_offline():
+        if self._offline_token() is None:
             raise NotFound("no offline licence is activated")
+        await self._share_offline(None)
+        self._files.remove_offline()
         logger.info("offline licence removed")
         self._notices.pop("offline", None)
         self._set(self._resolve_locally(self._now_ms(), use_cache=True))
+        self.on_change()
         return self._current
+
+    async def adopt_shared(self) -> None:
+        """Take up the offline licence as the shared storage holds it: at start, when
+        another replica announces a change, and with every local check."""
+        if self._shared is None:
+            return
+        stored = await self._shared.read_offline()
+        if stored is None or stored.token == self._shared_offline:
+            return  # never activated through shared storage, or nothing new
+        self._shared_offline = stored.token
+        if self.offline_from_env:
+            return  # SVC_OFFLINE_LICENSE outranks any activation
+        logger.info(
+            "offline licence %s by another replica", "removed" if stored.token is None else "set"
+        )
+        self._notices.pop("offline", None)
+        self._set(self._resolve_locally(self._now_ms(), use_cache=True))
+
+    async def _share_offline(self, token: str | None) -> None:
+        """Write the activation where the other replicas read it, before this replica
+        takes it up: a write that fails changes nothing anywhere."""
+        if self._shared is None:
+            return
+        try:
+            await self._shared.write_offline(token, self._now_ms())
+        except (SQLAlchemyError, OSError) as exc:
+            raise Unavailable(
+                f"cannot save the licence in storage for the other replicas: {type(exc).__name__}"
+            ) from None
+        self._shared_offline = token
 
     @property
     def online_key_configured(self) -> bool:
@@ -344,6 +408,8 @@ class LicenseService:
         env = self._settings.SVC_OFFLINE_LICENSE
         if env is not None:
             return env.get_secret_value().strip() or None
+        if not isinstance(self._shared_offline, _Unset):
+            return self._shared_offline
         return self._files.read_offline()
 
     def _from_claims(

@@ -49,7 +49,7 @@ def _panel(ui: Ui, *, message: str | None = None, error: str | None = None) -> H
 async def activate_offline(request: Request, ui: UiDep) -> HTMLResponse:
     try:
         token = await token_from_form(request)
-        entitlement = ui.services.license.activate_offline(token)
+        entitlement = await ui.services.license.activate_offline(token)
     except AppError as exc:
         return _panel(ui, error=f"Not activated: {exc.message}. Nothing was changed.")
     return _panel(ui, message=f"Offline licence activated: {entitlement.tier.label}.")
@@ -58,7 +58,7 @@ async def activate_offline(request: Request, ui: UiDep) -> HTMLResponse:
 @router.post("/ui/license/offline/remove", dependencies=[FromThisPage])
 async def remove_offline(ui: UiDep) -> HTMLResponse:
     try:
-        ui.services.license.remove_offline()
+        await ui.services.license.remove_offline()
     except AppError as exc:
         return _panel(ui, error=exc.message)
     return _panel(ui, message="Offline licence removed.")
