@@ -89,20 +89,26 @@ def build_services(settings: Settings, *, clock: Callable[[], float] = time.time
     otlp_transport = (
         OtlpTransport(endpoint) if endpoint and settings.OTEL_TELEMETRY_ENABLED else None
     )
+    # What must survive a takeover: alerts firing, instances reported down.
+    shared_alerts = SharedAlerts(AlertStateStore(db) if db.shared else None)
     event_exporter = None
     if otlp_transport is not None and settings.OTEL_EVENTS_ENABLED:
         # Imported here: the protobuf classes load only when events are exported.
         from svc_monitor.otlp.export.events import EventExporter
 
-        event_exporter = EventExporter(bus, otlp_transport, otlp_stats, connections)
+        event_exporter = EventExporter(
+            bus,
+            otlp_transport,
+            otlp_stats,
+            connections,
+            alerts=AlertStates(on_change=shared_alerts.threshold_changed),
+        )
     replicas = ReplicaRegistry(ReplicaStore(db), settings, clock=clock)
     ownership: Ownership = (
         LeasedOwnership(LeaseStore(db), replicas, settings)
         if db.shared
         else SoleOwnership(replicas.id)  # one process per memory or SQLite store
     )
-    # What must survive a takeover: alerts firing, instances reported down.
-    shared_alerts = SharedAlerts(AlertStateStore(db) if db.shared else None)
     changes = ChangeFeed(db, bus, replicas.id, shared=db.kind is StorageType.POSTGRES)
     webhooks.on_change = lambda: changes.announce("webhooks")
     changes.on("webhooks", webhooks.reload)

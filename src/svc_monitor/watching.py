@@ -21,6 +21,7 @@ from svc_monitor.detectors.cluster_state import ClusterStateDetector
 from svc_monitor.detectors.command_latency import LatencyDetector
 from svc_monitor.detectors.readings import ReadingsDetector
 from svc_monitor.licensing.models import Feature
+from svc_monitor.notifications.service import AlertStates
 from svc_monitor.otlp.ingest.counts import IngestCounts
 from svc_monitor.otlp.ingest.receiver import MetricsReceiver
 from svc_monitor.pipe.health import InstanceHealth
@@ -118,10 +119,16 @@ def build_sources(
     settings, connections = services.settings, services.connections
     shared = services.shared_alerts
     health = InstanceHealth(services.bus, on_change=shared.health_changed)
-    alerts = services.webhook_dispatcher.alerts
+    webhook_alerts = services.webhook_dispatcher.alerts
+    exporter = services.event_exporter
+
+    def alerts_of(consumer: str) -> AlertStates:
+        if exporter is not None and consumer == exporter.consumer:
+            return exporter.alerts
+        return webhook_alerts
 
     async def carry_on(connection_ids: list[str]) -> None:
-        await shared.restore(connection_ids, down=health.restore_down, alerts=alerts)
+        await shared.restore(connection_ids, down=health.restore_down, alerts=alerts_of)
         await services.metrics.carry_on(connection_ids)
 
     supervisor = PollSupervisor(

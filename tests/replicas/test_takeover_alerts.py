@@ -1,7 +1,8 @@
 """A takeover sends nothing twice: the replica that takes a connection over knows the
 memory.critical alert still firing and the instance already reported down, and says
-instance.up (with the original down time) when it comes back. The first replica is a real
-process, killed; webhooks go to a real receiver."""
+instance.up (with the original down time) when it comes back; the same for the events it
+exports as OTLP logs. The first replica is a real process, killed; webhooks and logs go
+to real receivers."""
 
 import asyncio
 import signal
@@ -12,6 +13,7 @@ import httpx
 import pytest
 
 from tests.fixtures.app import make_settings, running_app, target_of
+from tests.fixtures.otlp_receiver import OtlpReceiver
 from tests.fixtures.receiver import Receiver
 from tests.fixtures.replica_processes import eventually, replica_env, replica_process
 from tests.fixtures.servers import RunningServer, ServerFactory
@@ -32,16 +34,33 @@ def of_type(receiver: Receiver, event_type: str) -> list[dict[str, Any]]:
     return [r.json for r in receiver.requests if r.json["event"] == event_type]
 
 
+def logged(collector: OtlpReceiver, event_type: str) -> int:
+    """Distinct OTLP log records of this event the collector has received (a batch posted
+    again after a late answer, which this test's blocking waits cause, counts once)."""
+    return len(
+        {
+            record.time_unix_nano
+            for request in collector.log_requests()
+            for resource in request.resource_logs
+            for scope in resource.scope_logs
+            for record in scope.log_records
+            if record.event_name == event_type
+        }
+    )
+
+
 async def test_a_killed_owner_s_alerts_are_not_sent_again_by_the_replica_taking_over(
     server_factory: ServerFactory,
     shared_postgres: dict[str, Any],
     receiver: Receiver,
+    otlp_receiver: OtlpReceiver,
     tmp_path: Path,
 ) -> None:
     memory = server_factory.start("valkey", config={"hz": "1"})
     dying = server_factory.start("valkey", config={"hz": "1"})
     over_ninety_percent(memory)
-    env = replica_env(shared_postgres, memory, tmp_path, **FAST)
+    export = {"OTEL_EXPORTER_OTLP_ENDPOINT": otlp_receiver.base_url, "OTEL_EVENTS_ENABLED": True}
+    env = replica_env(shared_postgres, memory, tmp_path, **FAST, **export)
     try:
         with replica_process(env, tmp_path / "first.log") as first:
             async with httpx.AsyncClient(base_url=first.url, timeout=10) as api:
@@ -65,10 +84,12 @@ async def test_a_killed_owner_s_alerts_are_not_sent_again_by_the_replica_taking_
             async def both_sent() -> None:
                 assert len(of_type(receiver, "memory.critical")) == 1
                 assert len(of_type(receiver, "instance.down")) == 1
+                assert logged(otlp_receiver, "memory.critical") == 1
+                assert logged(otlp_receiver, "instance.down") == 1
 
             await eventually(both_sent, timeout_s=20)
             (down,) = of_type(receiver, "instance.down")
-            settings = make_settings(**target_of(memory), **shared_postgres, **FAST)
+            settings = make_settings(**target_of(memory), **shared_postgres, **FAST, **export)
             async with running_app(settings) as second:
                 # It joins and is handed one of the two; then the first dies.
                 async def holds(count: int) -> None:
@@ -84,6 +105,8 @@ async def test_a_killed_owner_s_alerts_are_not_sent_again_by_the_replica_taking_
                 await asyncio.sleep(4)  # four INFO polls of each by the second
                 assert len(of_type(receiver, "memory.critical")) == 1, receiver.requests
                 assert len(of_type(receiver, "instance.down")) == 1, receiver.requests
+                assert logged(otlp_receiver, "memory.critical") == 1
+                assert logged(otlp_receiver, "instance.down") == 1
                 # It comes back: the second says so, since the first's down time.
                 server_factory.start_again(dying)
 

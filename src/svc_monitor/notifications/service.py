@@ -134,9 +134,11 @@ class SharedAlerts:
         connection_ids: Collection[str],
         *,
         down: Callable[[str, int], None],
-        alerts: AlertStates,
+        alerts: Callable[[str], AlertStates],
     ) -> None:
-        """Before this replica polls connections it took over: what was firing for them."""
+        """Before this replica polls connections it took over: what was firing for them.
+        `alerts` names the states a consumer's alerts go back to (a webhook id, or the
+        OTLP event export's consumer name)."""
         if self._store is None:
             return
         await self.flush()
@@ -144,8 +146,8 @@ class SharedAlerts:
             if alert == INSTANCE_DOWN:
                 down(connection_id, since)
             elif alert.startswith("webhook:"):
-                _, webhook_id, event_type = alert.split(":", 2)
-                alerts.restore((webhook_id, connection_id, event_type), since)
+                _, consumer, event_type = alert.split(":", 2)
+                alerts(consumer).restore((consumer, connection_id, event_type), since)
 
     async def run(self) -> None:
         if self._store is None:

@@ -15,7 +15,7 @@ alert_states = Table(
     "alert_states",
     metadata,
     Column("connection_id", String(CONNECTION_ID_LENGTH), primary_key=True),
-    # "instance.down", or "webhook:<webhook id>:<event type>"
+    # "instance.down", or "webhook:<webhook id, or the OTLP event export's name>:<event type>"
     Column("alert", String(200), primary_key=True),
     Column("since", BigInteger, nullable=False),
 )

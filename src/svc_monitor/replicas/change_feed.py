@@ -1,11 +1,12 @@
 """Changes made on one replica reach every replica sharing the storage within a second.
 
 A replica that changes a connection, the runtime settings, a webhook or the offline
-licence sends one PostgreSQL NOTIFY; every other replica LISTENs on one connection held aside and applies
-the change as if it were made locally: a ConnectionsChanged or RuntimeSettingsChanged on
-its own bus (the poll supervisor reconciles at once, the dispatcher drops what it knew of
-the connection), or a topic's reload (the webhook list, the licence). Without it they would learn of
-it on their next periodic reload, seconds later.
+licence sends one PostgreSQL NOTIFY; every other replica LISTENs on one connection held
+aside and applies the change as if it were made locally: a ConnectionsChanged or
+RuntimeSettingsChanged on its own bus (the poll supervisor reconciles at once, the
+dispatcher drops what it knew of the connection), or a topic's reload (the webhook list,
+the licence). Without it they would learn of it on their next periodic reload, seconds
+later (a minute for the licence).
 
 A listener connection that drops loses what was sent meanwhile, so after reconnecting
 the replica reloads everything once. Memory and SQLite storage serve one process and

@@ -61,6 +61,7 @@ class EventExporter:
         batch_size: int = BATCH_SIZE,
         max_queued: int = MAX_QUEUED,
         clock_ns: Callable[[], int] = time.time_ns,
+        alerts: AlertStates | None = None,
     ) -> None:
         self._bus = bus
         self._subscription = bus.subscribe(CONSUMER)
@@ -71,7 +72,10 @@ class EventExporter:
         self._batch_size = batch_size
         self._max_queued = max_queued
         self._clock_ns = clock_ns
-        self._alerts = AlertStates()
+        # Written through to storage where replicas share it (SharedAlerts), so the replica
+        # that takes a connection over does not log a threshold event still firing again.
+        self.alerts = alerts if alerts is not None else AlertStates()
+        self.consumer = CONSUMER
         self._thresholds = Thresholds()
         self._queued: deque[LogRecord] = deque()
         self._instances: dict[str, Instance] = {}
@@ -144,7 +148,7 @@ class EventExporter:
         if level is None:
             return None  # an automatic baseline still learning
         key = (CONSUMER, connection_id, candidate.event_type)
-        crossed = self._alerts.crossed(
+        crossed = self.alerts.crossed(
             key, candidate.value, threshold=level, factor=HYSTERESIS_FACTOR
         )
         return candidate.data(level) if crossed else None
