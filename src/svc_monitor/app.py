@@ -316,6 +316,10 @@ async def _stop(app: FastAPI, services: Services) -> None:
     await asyncio.gather(*tasks, return_exceptions=True)
     if features is not None:
         await features.clusters.close()
+        try:  # what the next holder of each connection carries on from
+            await features.anomaly.save_baselines(everything=True)
+        except Exception as exc:
+            logger.warning("anomaly baselines not saved at stop: %s", exc)
     await services.live.close()
     if services.otlp_transport is not None:
         await services.otlp_transport.close()

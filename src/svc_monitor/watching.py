@@ -10,6 +10,7 @@ features.py) and the OTLP metrics receiver (otlp/ingest/). Built with the featur
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from svc_monitor.anomaly.baseline_store import BaselineStore
 from svc_monitor.anomaly.service import AnomalyService
 from svc_monitor.anomaly.store import AnomalyStore
 from svc_monitor.commandstats.service import CommandstatsService
@@ -68,6 +69,7 @@ def build_consumers(services: Services) -> Consumers:
             settings,
             services.runtime_settings,
             allowed=lambda: license.allows(Feature.ANOMALY_DETECTION),
+            baseline_store=BaselineStore(db) if db.shared else None,
         ),
     )
 
@@ -130,6 +132,7 @@ def build_sources(
     async def carry_on(connection_ids: list[str]) -> None:
         await shared.restore(connection_ids, down=health.restore_down, alerts=alerts_of)
         await services.metrics.carry_on(connection_ids)
+        await consumers.anomaly.carry_on(connection_ids)
 
     supervisor = PollSupervisor(
         connections=connections,

@@ -269,6 +269,28 @@ class MetricBuffer:
             self._since_exact = 0
         return before
 
+    def seed(self, count: int, mean: float, variance: float) -> None:
+        """Stand in for a baseline carried over from another replica, of which only the
+        count, mean and variance travel: `count` values, alternately above and below the
+        mean by as much as gives exactly that mean and variance (what judge() reads). Real
+        samples push them out one by one, each pair leaving the mean where it was."""
+        self.values.clear()
+        count = min(count, WINDOW)
+        if count <= 0:
+            self._sum = self._sum_sq = 0.0
+            return
+        # With an odd count one value sits on the mean; the others spread a little wider.
+        paired = count - count % 2
+        spread = math.sqrt(variance * count / paired) if paired else 0.0
+        for i in range(count):
+            if i == count - 1 and count % 2:
+                self.values.append(mean)
+            else:
+                self.values.append(mean + spread if i % 2 == 0 else mean - spread)
+        self._sum = math.fsum(self.values)
+        self._sum_sq = math.fsum(v * v for v in self.values)
+        self._since_exact = 0
+
     def state(self, metric: str) -> BufferState:
         n = len(self.values)
         if not n:
@@ -287,7 +309,7 @@ class ConnectionDetectors:
         self._plan = [(spec, self.buffers[spec.name], spec.reading == "gauge") for spec in METRICS]
         self._previous: dict[str, float] = {}
         self._previous_at = 0
-        self._rules = RuleDetectors(connection_id)
+        self.rules = RuleDetectors(connection_id)
 
     def observe(self, info: ParsedInfo, at_ms: int) -> list[Detection]:
         found: list[Detection] = []
@@ -309,7 +331,7 @@ class ConnectionDetectors:
                     found.append(detection)
         self._previous = current
         self._previous_at = at_ms
-        self._rules.observe(info, at_ms, found)
+        self.rules.observe(info, at_ms, found)
         return found
 
     @staticmethod

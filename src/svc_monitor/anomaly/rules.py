@@ -33,7 +33,8 @@ observation, not against a rolling baseline.
 Every rule that can repeat is quiet for RULE_COOLDOWN_MS after it fires.
 """
 
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
+from typing import Any
 
 from svc_monitor.anomaly.models import Detection, Kind, Severity
 from svc_monitor.engine.info import ParsedInfo, parse_subfields
@@ -123,6 +124,26 @@ class RuleDetectors:
         self._dataset: _Dataset | None = None
         self._child: _Child | None = None
         self._overhead_fired: Severity | None = None
+
+    def carried(self) -> dict[str, Any]:
+        """What another replica needs to carry on judging (anomaly/baselines.py): the role
+        and link last seen, the dataset data loss compares with, the cooldowns."""
+        return {
+            "role": self._role,
+            "linkUp": self._link_up,
+            "cooldown": dict(self._cooldown),
+            "overheadFired": self._overhead_fired,
+            "dataset": asdict(self._dataset) if self._dataset is not None else None,
+        }
+
+    def carry_on(self, state: dict[str, Any]) -> None:
+        """Take up `carried()` from another replica (already checked by its reader)."""
+        self._role = state["role"]
+        self._link_up = state["linkUp"]
+        self._cooldown = dict(state["cooldown"])
+        self._overhead_fired = state["overheadFired"]
+        dataset = state["dataset"]
+        self._dataset = _Dataset(**dataset) if dataset is not None else None
 
     def observe(self, info: ParsedInfo, at_ms: int, found: list[Detection]) -> None:
         role = info.get_str("replication", "role")

@@ -25,10 +25,12 @@ import contextlib
 import logging
 import time
 from collections import Counter, deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from svc_monitor.anomaly import baselines
+from svc_monitor.anomaly.baseline_store import BaselineStore
 from svc_monitor.anomaly.correlation import CORRELATION_WINDOW_MS, match
 from svc_monitor.anomaly.detectors import METRICS, ConnectionDetectors
 from svc_monitor.anomaly.feeds import FEED_METRICS, FeedDetectors
@@ -98,8 +100,18 @@ class AnomalyService:
         *,
         allowed: Callable[[], bool],
         monotonic: Callable[[], float] = time.monotonic,
+        baseline_store: BaselineStore | None = None,
     ) -> None:
         self._store = store
+        # Where replicas share storage: the detector state saved for the next holder of a
+        # connection (baselines.py). Observed since the last save; due soon after a
+        # detection (its cooldown); forgotten here, so the saved one must go too.
+        self._baseline_store = baseline_store
+        self._observed: set[str] = set()
+        self._save_soon: set[str] = set()
+        self._unsave: set[str] = set()
+        self._leaving: dict[str, dict[str, Any]] = {}  # the last state of one let go
+        self._next_save = monotonic() + baselines.SAVE_EVERY_S
         self._bus = bus
         self._enabled = settings.ANOMALY_DETECTION_ENABLED
         self._runtime = runtime_settings
@@ -142,6 +154,8 @@ class AnomalyService:
             detectors = self._detectors[connection_id] = ConnectionDetectors(connection_id)
             self._started_ms.setdefault(connection_id, _now_ms())
         at = observation.received_at_ms
+        if self._baseline_store is not None:
+            self._observed.add(connection_id)
         self._collect(connection_id, at, detectors.observe(observation.info, at))
 
     def observe_facts(self, connection_id: str, facts: Facts) -> None:
@@ -175,13 +189,24 @@ class AnomalyService:
         window.opened_monotonic = self._monotonic()
 
     def forget(self, connection_id: str, *, changed_at_ms: int | None = None) -> None:
-        """The connection was edited or removed: its baselines start over. With
-        `changed_at_ms` (the change's time), detectors begun after the change are kept:
-        the loop reads changes up to a second late, and a new connection's first
-        samples must not be thrown away then."""
+        """This replica no longer judges the connection: its baselines go.
+
+        With `changed_at_ms` (the change's time) it was edited or removed, and starts over
+        everywhere: the state saved for the next holder goes too. Detectors begun after
+        the change are kept: the loop reads changes up to a second late, and a new
+        connection's first samples must not be thrown away then. Without it this replica
+        stopped polling it (a stop, or a handover): its state is saved once more, for the
+        replica that polls it next."""
         if changed_at_ms is not None and self._started_ms.get(connection_id, -1) >= changed_at_ms:
             return
-        self._detectors.pop(connection_id, None)
+        detectors = self._detectors.pop(connection_id, None)
+        if self._baseline_store is not None and connection_id:
+            if changed_at_ms is not None:
+                self._leaving.pop(connection_id, None)
+                self._unsave.add(connection_id)
+            elif detectors is not None and connection_id in self._observed:
+                self._leaving[connection_id] = baselines.carried(detectors, _now_ms())
+            self._observed.discard(connection_id)
         self._feeds.pop(connection_id, None)
         self._started_ms.pop(connection_id, None)
         self._open.pop(connection_id, None)
@@ -232,7 +257,46 @@ class AnomalyService:
             )
         )
         self.groups_published += 1
+        if self._baseline_store is not None:
+            self._save_soon.add(connection_id)  # its cooldown must reach the next holder
         logger.info("anomaly group %s on %s: %s", group_id, connection_id, pattern.name)
+
+    # --- across replicas ---
+
+    async def carry_on(self, connection_ids: Sequence[str]) -> None:
+        """Connections taken over from another replica: judge them against the baselines
+        it saved, rather than warming up again (and with its cooldowns)."""
+        if self._baseline_store is None or not self._enabled:
+            return
+        now = _now_ms()
+        for connection_id, state in (await self._baseline_store.load(connection_ids)).items():
+            detectors = baselines.carry_on(connection_id, state, now_ms=now)
+            if detectors is not None:
+                self._detectors[connection_id] = detectors
+                self._started_ms[connection_id] = now
+
+    async def save_baselines(self, *, everything: bool = False) -> None:
+        """Save the detector state of what this replica judges: every SAVE_EVERY_S (or
+        `everything`, at a clean stop) all it observed since, otherwise only those with a
+        detection just published, and always the last state of those it let go."""
+        store = self._baseline_store
+        if store is None:
+            return
+        if self._unsave:
+            unsave, self._unsave = self._unsave, set()
+            await store.remove(unsave)
+        if everything or self._monotonic() >= self._next_save:
+            due, self._observed = self._observed, set()
+            self._next_save = self._monotonic() + baselines.SAVE_EVERY_S
+        else:
+            due = set(self._save_soon)
+        self._save_soon -= due
+        now = _now_ms()
+        states, self._leaving = self._leaving, {}
+        for connection_id in due:
+            if (detectors := self._detectors.get(connection_id)) is not None:
+                states[connection_id] = baselines.carried(detectors, now)
+        await store.save(states, at_ms=now)
 
     # --- background ---
 
@@ -250,6 +314,7 @@ class AnomalyService:
                         self.forget(event.connection_id, changed_at_ms=event.at_ms)
                 try:
                     await self.flush()
+                    await self.save_baselines()
                     if self._monotonic() >= next_summary:
                         values = await self._runtime.current()
                         self._cache_ttl_ms = values.anomalyCacheTtlMs

@@ -140,7 +140,10 @@ class PollSupervisor:
                 await self._carry_on([c.id for c in new])
             except Exception as exc:  # storage out: start afresh (an alert may come twice)
                 logger.warning(
-                    "could not read the alert states of %d connections: %s", len(new), exc
+                    "could not read what the previous holder of %d connections kept (alert "
+                    "states, history cadence, anomaly baselines): %s",
+                    len(new),
+                    exc,
                 )
         for connection in new:
             self._start(connection)
