@@ -161,6 +161,12 @@ async def test_a_clean_handover_between_replicas_keeps_the_baseline(
         [memory] = [b for b in reply.json()["buffers"] if b["metric"] == "memory_used"]
         return dict(memory)
 
+    async def owned_by(app: RunningApp) -> list[str]:
+        got = (await app.client.get("/api/replicas")).json()["replicas"]
+        mine = next(r["ownedConnections"] for r in got if r["self"])
+        assert mine, got
+        return list(mine)
+
     async with contextlib.AsyncExitStack() as stack:
         first = await stack.enter_async_context(running_app(make_settings(**config)))
 
@@ -171,11 +177,18 @@ async def test_a_clean_handover_between_replicas_keeps_the_baseline(
 
         await eventually(warmed, timeout_s=30)
         async with running_app(make_settings(**config)) as second:
+            # While the first holds it, the second answers with what the first saved: its
+            # round of saves (every 30 s), run now.
+            anomaly = first.app.state.features.anomaly
+            await anomaly.save_baselines(everything=True)
+            saved = {b.metric: b for b in anomaly.buffers((await owned_by(first))[0])}
+            shown = await memory_buffer(second)
+            assert shown["samples"] == saved["memory_used"].samples >= 60, shown
+            assert shown["mean"] == pytest.approx(saved["memory_used"].mean), shown
             await stack.aclose()  # the first stops cleanly and hands its connection over
 
             async def owns() -> float:
-                got = (await second.client.get("/api/replicas")).json()["replicas"]
-                assert next(r["ownedConnections"] for r in got if r["self"]), got
+                await owned_by(second)
                 return time.monotonic()
 
             owned_at = await eventually(owns, timeout_s=15)

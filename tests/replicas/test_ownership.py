@@ -236,9 +236,7 @@ async def test_a_paused_replica_sends_nothing_for_what_it_lost_and_rejoins(
         # out on resuming, and what it brings back is dropped. A poll that went on would
         # send one every second.
         while time.monotonic() - resumed_at < 3:
-            grew = [
-                cid for cid in lost if info_socket_commands(other, by_id[cid]) > sent[cid] + 1
-            ]
+            grew = [cid for cid in lost if info_socket_commands(other, by_id[cid]) > sent[cid] + 1]
             if grew:
                 now_held = await holdings(app)
                 assert set(grew) <= now_held.get(other_id, set()), (grew, now_held)

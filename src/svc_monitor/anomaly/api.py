@@ -12,6 +12,7 @@ from svc_monitor.anomaly.schemas import (
     BuffersRead,
     CorrelatedGroupRead,
 )
+from svc_monitor.api.dependencies import ServicesDep
 from svc_monitor.api.error_responses import error_responses
 from svc_monitor.connections.dependencies import SelectedConnection
 from svc_monitor.licensing.dependencies import RequireFeature
@@ -80,15 +81,22 @@ async def list_anomaly_groups(
 
 
 @router.get("/anomaly/buffers", response_model=BuffersRead, responses=error_responses(403, 404))
-async def list_anomaly_buffers(connection: SelectedConnection, anomaly: AnomalyDep) -> BuffersRead:
+async def list_anomaly_buffers(
+    connection: SelectedConnection, anomaly: AnomalyDep, services: ServicesDep
+) -> BuffersRead:
     """Each metric's rolling baseline on this connection: samples held (at most
     `windowSize`), whether it is ready (`readyAt` samples), its mean and standard
-    deviation."""
+    deviation. Where replicas share the polling, one that does not poll the connection
+    answers with the baselines its holder last saved (at most 30 s old)."""
+    if not connection.pushed and services.ownership.polled_elsewhere(connection.id):
+        buffers = await anomaly.saved_buffers(connection.id)
+    else:
+        buffers = anomaly.buffers(connection.id)
     return BuffersRead(
         connectionId=connection.id,
         readyAt=READY_AT,
         windowSize=WINDOW,
-        buffers=[BufferRead.of(b) for b in anomaly.buffers(connection.id)],
+        buffers=[BufferRead.of(b) for b in buffers],
     )
 
 

@@ -384,22 +384,21 @@ class AnomalyService:
         self._check()
         return self._buffer_states(connection_id)
 
+    async def saved_buffers(self, connection_id: str) -> list[BufferState]:
+        """The baselines the replica polling the connection last saved (baselines.py);
+        the feed detectors' do not travel, and are listed empty."""
+        self._check()
+        detectors = None
+        if self._baseline_store is not None:
+            saved = await self._baseline_store.load([connection_id])
+            if connection_id in saved:
+                detectors = baselines.carry_on(
+                    connection_id, saved[connection_id], now_ms=_now_ms()
+                )
+        return _states_of(detectors, None)
+
     def _buffer_states(self, connection_id: str) -> list[BufferState]:
-        detectors, feeds = self._detectors.get(connection_id), self._feeds.get(connection_id)
-        states = (
-            detectors.buffer_states()
-            if detectors is not None
-            else [BufferState(spec.name, 0, False, None, None) for spec in METRICS]
-        )
-        named = {s.metric for s in states}
-        if feeds is not None:
-            states += feeds.buffer_states()
-            named |= {s.metric for s in states}
-        # The slow log and latency buffers are listed before their first read too.
-        states += [
-            BufferState(s.name, 0, False, None, None) for s in FEED_METRICS if s.name not in named
-        ]
-        return states
+        return _states_of(self._detectors.get(connection_id), self._feeds.get(connection_id))
 
     async def resolve_event(self, connection_id: str, event_id: int) -> bool:
         """Resolve one event; False when it already was (its first time is kept)."""
@@ -421,3 +420,23 @@ class AnomalyService:
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
+
+
+def _states_of(
+    detectors: ConnectionDetectors | None, feeds: FeedDetectors | None
+) -> list[BufferState]:
+    """Every metric's buffer (empty ones before the first INFO or feed read)."""
+    states = (
+        detectors.buffer_states()
+        if detectors is not None
+        else [BufferState(spec.name, 0, False, None, None) for spec in METRICS]
+    )
+    named = {s.metric for s in states}
+    if feeds is not None:
+        states += feeds.buffer_states()
+        named |= {s.metric for s in states}
+    # The slow log and latency buffers are listed before their first read too.
+    states += [
+        BufferState(s.name, 0, False, None, None) for s in FEED_METRICS if s.name not in named
+    ]
+    return states
