@@ -171,8 +171,8 @@ def create_app(
     app.state.feature_tasks = []
     app.state.heap_freezer = None
     app.state.ui_installed = False
-    install_error_handlers(app)
     install_access(app)
+    install_error_handlers(app)  # last: its ErrorPolicy is the outermost middleware
     app.add_exception_handler(PageRefused, _page_refused)
     app.include_router(system_router)  # /health and /version at the root,
     app.include_router(system_router, prefix="/api")  # and under /api like everything else

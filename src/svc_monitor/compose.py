@@ -103,6 +103,7 @@ def build_services(settings: Settings, *, clock: Callable[[], float] = time.time
             connections,
             alerts=AlertStates(on_change=shared_alerts.threshold_changed),
         )
+    live_state = LiveState()
     replicas = ReplicaRegistry(ReplicaStore(db), settings, clock=clock)
     ownership: Ownership = (
         LeasedOwnership(LeaseStore(db), replicas, settings)
@@ -124,14 +125,14 @@ def build_services(settings: Settings, *, clock: Callable[[], float] = time.time
         bus=bus,
         connections=connections,
         runtime_settings=runtime_settings,
-        health=HealthService(db, connections),
+        health=HealthService(db, connections, live_state),
         versions=VersionService(settings, air_gapped=lambda: license.air_gapped),
         license=license,
         auth=auth,
         broker=BrokerService(settings, auth, clock=clock),
         telemetry=UsageTelemetry(settings, license),
         metrics=MetricsService(MetricsStore(db), settings),
-        live_state=LiveState(),
+        live_state=live_state,
         webhooks=webhooks,
         webhook_worker=webhook_worker,
         webhook_dispatcher=WebhookDispatcher(

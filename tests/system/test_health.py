@@ -99,6 +99,7 @@ class TestHealth:
             "type": app.settings.STORAGE_TYPE.value,
             "persistent": app.settings.STORAGE_TYPE.value != "memory",
             "error": None,
+            "failingSince": None,
         }
 
 

@@ -2,10 +2,20 @@
 
 AppError (errors.py) and Starlette's HTTPException (routing 404/405) render as the spec's
 `{statusCode, message, error}`; a RequestValidationError becomes a 422 that names the
-field; anything else is a bug, logged with its traceback and answered with a plain 500.
+field. What a handler did not expect is answered by ErrorPolicy, by its class:
+
+    EngineError (a monitored instance down, hung, refusing)  503 naming the instance
+    storage out: unreachable, read-only, full (failures.py)   503 with Retry-After
+    a number or character storage cannot keep                 422
+    anything else: a bug                                      500 with a correlation id
+
+A 500 is logged once, with its traceback and the correlation id its body carries; the
+others are expected on a bad day and logged in one line. Every one of them keeps the
+connection open.
 """
 
 import logging
+import uuid
 from http import HTTPStatus
 from typing import Any
 
@@ -13,9 +23,13 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
+from sqlalchemy.exc import DataError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from svc_monitor.engine.errors import EngineError
 from svc_monitor.errors import AppError
+from svc_monitor.storage.failures import outage_reason
 
 logger = logging.getLogger(__name__)
 
@@ -32,6 +46,9 @@ class ErrorBody(BaseModel):
     currentTier: str | None = Field(None, description="403 from a feature gate")
     errorKind: str | None = Field(None, description="400 from a connection test: the failure")
     hint: str | None = Field(None, description="400 from a connection test: what to change")
+    correlationId: str | None = Field(
+        None, description="500: the id the service's log gives this error under"
+    )
 
 
 def error_body(status_code: int, message: str, **extra: Any) -> dict[str, Any]:
@@ -103,14 +120,73 @@ def _describe(item: Any) -> tuple[str, str]:
     return ".".join(loc), text
 
 
-async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
-    logger.error("unhandled error", exc_info=exc)
-    return JSONResponse(error_body(500, "Internal server error"), 500)
+RETRY_AFTER_S = 5
+_STORAGE = {
+    "unavailable": "Storage is unavailable; try again shortly",
+    "read-only": "Storage is read-only; nothing was changed",
+    "full": "Storage is full; nothing was changed",
+}
+
+
+def answer_for(exc: Exception, where: str) -> JSONResponse:
+    """The designed answer to an exception no handler took (see the module's table)."""
+    retry = {"Retry-After": str(RETRY_AFTER_S)}
+    if isinstance(exc, EngineError):
+        logger.info("%s: the instance did not answer: %s", where, exc.message)
+        body = error_body(503, f"The instance did not answer: {exc.message}", errorKind=exc.kind)
+        return JSONResponse(body, 503, headers=retry)
+    reason = outage_reason(exc)
+    if reason is not None:
+        logger.warning("%s: storage %s (%s); answered 503", where, reason, type(exc).__name__)
+        return JSONResponse(error_body(503, _STORAGE[reason]), 503, headers=retry)
+    if isinstance(exc, OverflowError | DataError) or "null byte" in str(exc):
+        logger.info("%s: refused a value storage cannot keep (%s)", where, type(exc).__name__)
+        message = "A value is out of range, or holds a character that cannot be stored"
+        return JSONResponse(error_body(422, message), 422)
+    correlation = uuid.uuid4().hex[:16]
+    logger.error("%s: unhandled error, correlation id %s", where, correlation, exc_info=exc)
+    body = error_body(
+        500, f"Internal server error (correlation id {correlation})", correlationId=correlation
+    )
+    return JSONResponse(body, 500)
+
+
+class ErrorPolicy:
+    """Plain ASGI around the app and its other middleware: an exception nothing else
+    answered gets its designed answer here (answer_for). Starlette's own last-resort
+    handler re-raises after its 500, and the server then drops the keep-alive
+    connection; this one does not. A response already started cannot be taken back: that
+    exception goes on up."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def sending(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        except Exception as exc:
+            if started:
+                raise
+            where = f"{scope.get('method', '')} {scope.get('path', '')}"
+            await answer_for(exc, where)(scope, receive, send)
 
 
 def install_error_handlers(app: FastAPI) -> None:
+    """The handlers, and ErrorPolicy: call it after every other middleware is added, so
+    the policy is the outermost."""
     add_error_schema(app)
     app.add_exception_handler(AppError, _app_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
-    app.add_exception_handler(Exception, _unexpected)
+    app.add_middleware(ErrorPolicy)

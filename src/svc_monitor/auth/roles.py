@@ -47,6 +47,8 @@ RULES: dict[str, Access] = {
     # --- open: container health checks, scrapers, and the ways in ---
     "GET /health": PUBLIC,
     "GET /api/health": PUBLIC,
+    "GET /health/live": PUBLIC,
+    "GET /api/health/live": PUBLIC,
     "GET /api/prometheus/metrics": SCRAPE,
     # OTLP receivers: collectors carry no session; OTEL_INGEST_TOKEN guards them instead.
     "POST /v1/traces": PUBLIC,

@@ -13,6 +13,7 @@ transaction on whichever engine this is. That keeps each query written once.
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -23,6 +24,7 @@ from sqlalchemy.pool import StaticPool
 
 from svc_monitor.config import Settings, StorageType
 from svc_monitor.kit.gil_handover import thread_at_work, to_thread
+from svc_monitor.storage.failures import WriteHealth, outage_reason
 from svc_monitor.storage.insert_batcher import InsertBatcher
 from svc_monitor.storage.metadata import metadata
 from svc_monitor.storage.sqlite_lock import SqliteFileLock
@@ -58,6 +60,7 @@ class Database:
         # History samples, written a second's worth at a time (storage/insert_batcher.py),
         # behind every request's work (storage/storage_thread.py).
         self.inserts = InsertBatcher(self._run_in_background)
+        self.write_health = WriteHealth()
 
     @classmethod
     def from_settings(cls, settings: Settings) -> "Database":
@@ -110,7 +113,19 @@ class Database:
 
     async def run(self, work: Callable[[Connection], T], *, background: bool = False) -> T:
         """Run `work` in one transaction and return what it returns. On the storage
-        thread, `background` work waits until no other work is queued."""
+        thread, `background` work waits until no other work is queued. An outage (see
+        failures.py) is noted for /health before it is raised."""
+        try:
+            result = await self._transaction(work, background=background)
+        except Exception as exc:
+            reason = outage_reason(exc)
+            if reason is not None:
+                self.write_health.failed(reason, _now_ms())
+            raise
+        self.write_health.succeeded(_now_ms())
+        return result
+
+    async def _transaction(self, work: Callable[[Connection], T], *, background: bool) -> T:
         if self._async_engine is not None:
             async with self._async_engine.begin() as conn:
                 return await conn.run_sync(work)
@@ -256,3 +271,7 @@ def libsql_url(url: str) -> str:
     if secure:
         query["secure"] = "true"
     return urlunsplit(("sqlite+libsql", parts.netloc, parts.path, urlencode(query), ""))
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)

@@ -14,10 +14,14 @@ class ApiHealth(BaseModel):
 
 
 class StorageHealth(BaseModel):
-    status: Literal["ok", "error"]
+    status: Literal["ok", "degraded", "error"] = Field(
+        description="ok; degraded: it answers but writes fail (unreachable, read-only, full); "
+        "error: it does not answer"
+    )
     type: str
     persistent: bool
     error: str | None = None
+    failingSince: int | None = Field(None, description="epoch ms writes began to fail")
 
 
 class DatabaseHealth(BaseModel):
@@ -33,18 +37,26 @@ class DatabaseHealth(BaseModel):
     capabilities: Capabilities | None = None
     error: str | None = None
     errorKind: str | None = None
+    checkedAt: int | None = Field(
+        None, description="epoch ms of what this says: the last INFO polled, or a PING"
+    )
 
 
 class HealthRead(BaseModel):
-    """200 while the service is up, even when the engine is down (the `database` part says so);
-    503 when its own storage does not answer."""
+    """200 while the service can serve, even when the engine is down (the `database` part
+    says so); 503 while it is starting or its own storage does not answer."""
 
-    status: Literal["ok", "degraded", "error"] = Field(
-        description="ok: all parts fine; degraded: the engine is down; error: storage is down"
+    status: Literal["ok", "degraded", "error", "starting"] = Field(
+        description="ok: all parts fine; degraded: the engine is down or storage writes "
+        "fail; error: storage does not answer; starting: not every route answers yet"
     )
     api: ApiHealth
     storage: StorageHealth
     database: DatabaseHealth
+
+
+class LivenessRead(BaseModel):
+    status: Literal["ok"]
 
 
 class VersionRead(BaseModel):

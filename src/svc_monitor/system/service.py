@@ -1,26 +1,45 @@
-"""Health of the service's parts: the API itself, its storage, the selected engine."""
+"""Health of the service's parts: the API itself, its storage, the selected engine.
 
+/health answers within a fixed budget whatever the monitored servers do. The engine part
+is a PING waited on for at most PROBE_BUDGET_S (one that takes longer goes on in the
+background, for the next answer); when it has not answered by then, what the INFO poll
+saw while that is fresh, else `disconnected` with a timeout. Storage is its answer to the
+connection's lookup, within STORAGE_BUDGET_S, and `degraded` while writes fail
+(storage/failures.py). The engine part says how old its knowledge is (`checkedAt`).
+"""
+
+import asyncio
 import time
 from typing import Literal
 
 from svc_monitor import __version__
-from svc_monitor.connections.models import Connection
+from svc_monitor.connections.models import Connection, EngineSnapshot
 from svc_monitor.connections.schemas import Capabilities
 from svc_monitor.connections.service import ConnectionService
+from svc_monitor.engine.errors import EngineTimeout
 from svc_monitor.errors import NotFound
+from svc_monitor.pipe.live_state import LiveState
 from svc_monitor.storage.database import Database
 from svc_monitor.system.schemas import ApiHealth, DatabaseHealth, HealthRead, StorageHealth
 
+PROBE_BUDGET_S = 0.2
+STORAGE_BUDGET_S = 1.0
+# What the INFO poll saw is the answer while it is younger than this (three polls at the
+# default interval): a poll that stopped succeeding is noticed within it.
+POLLED_FRESH_MS = 3000
+
 
 class HealthService:
-    """Answers /health by asking each part, with every engine call under its deadline."""
+    """Answers /health by asking each part, each within its budget."""
 
-    def __init__(self, db: Database, connections: ConnectionService) -> None:
+    def __init__(self, db: Database, connections: ConnectionService, live: LiveState) -> None:
         self._db = db
         self._connections = connections
+        self._live = live
         self._started = time.monotonic()
+        self._probes: dict[str, asyncio.Task[EngineSnapshot]] = {}
 
-    async def health(self, connection_id: str | None) -> HealthRead:
+    async def health(self, connection_id: str | None, *, starting: bool = False) -> HealthRead:
         # The connection's lookup is storage's check too: one round trip to the storage
         # thread, not a ping beside it. On a busy service every await waits for a turn of
         # the event loop, and a probe's timeout counts them all.
@@ -28,18 +47,20 @@ class HealthService:
         if isinstance(found, NotFound):
             if connection_id is not None:
                 raise found  # an unknown X-Connection-Id is the caller's mistake: 404
-            storage = self._storage_ok()
+            storage = self._storage_answered()
             database = DatabaseHealth(status="disconnected", error=found.message)
         elif isinstance(found, Exception):
             storage = self._storage_error(found)
             database = DatabaseHealth(status="disconnected", error="storage is unavailable")
         else:
-            storage = self._storage_ok()
+            storage = self._storage_answered()
             database = await self._database(found)
-        status: Literal["ok", "degraded", "error"] = "ok"
-        if storage.status != "ok":
+        status: Literal["ok", "degraded", "error", "starting"] = "ok"
+        if storage.status == "error":
             status = "error"
-        elif database.status != "connected":
+        elif starting:
+            status = "starting"
+        elif storage.status != "ok" or database.status != "connected":
             status = "degraded"
         return HealthRead(
             status=status,
@@ -52,20 +73,27 @@ class HealthService:
             database=database,
         )
 
-    def _storage_ok(self) -> StorageHealth:
-        return StorageHealth(status="ok", type=self._db.kind.value, persistent=self._db.persistent)
+    def _storage_answered(self) -> StorageHealth:
+        writes = self._db.write_health
+        return StorageHealth(
+            status="ok" if writes.failing_since_ms is None else "degraded",
+            type=self._db.kind.value,
+            persistent=self._db.persistent,
+            error=f"writes are failing: storage is {writes.reason}" if writes.reason else None,
+            failingSince=writes.failing_since_ms,
+        )
 
     def _storage_error(self, exc: Exception) -> StorageHealth:
         kind, persistent = self._db.kind.value, self._db.persistent
-        return StorageHealth(
-            status="error", type=kind, persistent=persistent, error=type(exc).__name__
-        )
+        error = "no answer" if isinstance(exc, TimeoutError) else type(exc).__name__
+        return StorageHealth(status="error", type=kind, persistent=persistent, error=error)
 
     async def _find(self, connection_id: str | None) -> Connection | Exception:
         """The connection to report on, or why there is none: NotFound, or storage's own
         failure (any driver error means the same thing here)."""
         try:
-            return await self._connections.resolve(connection_id)
+            async with asyncio.timeout(STORAGE_BUDGET_S):
+                return await self._connections.resolve(connection_id)
         except Exception as exc:
             return exc
 
@@ -79,11 +107,15 @@ class HealthService:
         )
         if connection.secret_error:
             return where.model_copy(update={"error": connection.secret_error})
-        seen = await self._connections.check(connection)
+        seen = await self._probe(connection) or self._polled(connection) or _no_answer()
         if not seen.connected or seen.identity is None:
-            assert seen.error is not None
+            error = seen.error or EngineTimeout("not detected yet")
             return where.model_copy(
-                update={"error": seen.error.message, "errorKind": seen.error.kind}
+                update={
+                    "error": error.message,
+                    "errorKind": error.kind,
+                    "checkedAt": seen.checked_at_ms,
+                }
             )
         identity = seen.identity
         return where.model_copy(
@@ -92,5 +124,48 @@ class HealthService:
                 "type": identity.type,
                 "version": identity.version,
                 "capabilities": Capabilities(**identity.capabilities.to_api()),
+                "checkedAt": seen.checked_at_ms,
             }
         )
+
+    def _polled(self, connection: Connection) -> EngineSnapshot | None:
+        """What the INFO poll saw, while fresh: up and detected, the time of its last INFO
+        (a busy service whose PING waited its turn too long is not reported down)."""
+        if connection.pushed:
+            return None  # the push status is the check, and costs nothing
+        latest = self._live.latest(connection.id)
+        seen = self._connections.last_seen(connection)
+        if latest is None or seen is None or not seen.connected or seen.identity is None:
+            return None
+        if _now_ms() - latest.received_at_ms > POLLED_FRESH_MS:
+            return None
+        return EngineSnapshot(True, seen.identity, None, latest.received_at_ms)
+
+    async def _probe(self, connection: Connection) -> EngineSnapshot | None:
+        """A check of the engine, waited on for PROBE_BUDGET_S at most (None past it); one
+        at a time per connection, finishing in the background when it takes longer."""
+        task = self._probes.get(connection.id)
+        if task is None or task.done():
+            task = asyncio.get_running_loop().create_task(self._connections.check(connection))
+            task.add_done_callback(_retrieve)
+            self._probes[connection.id] = task
+        try:
+            async with asyncio.timeout(PROBE_BUDGET_S):
+                return await asyncio.shield(task)
+        except TimeoutError:
+            return None
+
+
+def _no_answer() -> EngineSnapshot:
+    budget_ms = round(PROBE_BUDGET_S * 1000)
+    error = EngineTimeout(f"no answer to PING within {budget_ms} ms")
+    return EngineSnapshot(False, None, error, _now_ms())
+
+
+def _retrieve(task: "asyncio.Task[EngineSnapshot]") -> None:
+    if not task.cancelled():
+        task.exception()  # its caller may have stopped waiting: not "never retrieved"
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
