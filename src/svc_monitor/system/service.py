@@ -3,7 +3,8 @@
 /health answers within a fixed budget whatever the monitored servers do. The engine part
 is a PING waited on for at most PROBE_BUDGET_S (one that takes longer goes on in the
 background, for the next answer); when it has not answered by then, what the INFO poll
-saw while that is fresh, else `disconnected` with a timeout. Storage is its answer to the
+saw while that is fresh, else `disconnected` with a timeout. A connection never checked
+yet is the exception: its first check is waited for. Storage is its answer to the
 connection's lookup, within STORAGE_BUDGET_S, and `degraded` while writes fail
 (storage/failures.py). The engine part says how old its knowledge is (`checkedAt`).
 """
@@ -149,6 +150,10 @@ class HealthService:
             task = asyncio.get_running_loop().create_task(self._connections.check(connection))
             task.add_done_callback(_retrieve)
             self._probes[connection.id] = task
+        if self._connections.last_seen(connection) is None:
+            # Never checked (a connection just added, not yet polled): nothing to answer
+            # with but its first check, bounded by the engine's own deadlines.
+            return await asyncio.shield(task)
         try:
             async with asyncio.timeout(PROBE_BUDGET_S):
                 return await asyncio.shield(task)
