@@ -194,7 +194,12 @@ def create_app(
         methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
         include_in_schema=False,
     )
-    app.add_api_route(UI_CATCH_ALL, _ui_catch_all, methods=["GET"], include_in_schema=False)
+    app.add_api_route(
+        UI_CATCH_ALL,
+        _ui_catch_all,
+        methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
+        include_in_schema=False,
+    )
     return app
 
 
@@ -213,8 +218,11 @@ async def _starting(request: Request) -> JSONResponse:
 
 async def _ui_catch_all(request: Request) -> Response:
     """Every page no route claims: a self-reloading page while the features load; the
-    first view after that loads the UI and asks again; then an HTML 404."""
+    first view after that loads the UI and asks again; then an HTML 404. Any other
+    method on a path no route has is a JSON 404 (not a 405 that offers GET)."""
     app: FastAPI = request.app
+    if request.method != "GET":
+        return JSONResponse(error_body(404, "Not Found"), 404)
     if app.state.features is None:
         return plain_page(starting=True)
     if not app.state.ui_installed:

@@ -98,6 +98,9 @@ def serve(settings: Settings, *, embedded_valkey: bool) -> None:
             log_config=None,
             access_log=False,
             server_header=False,
+            # X-Forwarded-* is read by auth/dependencies/origin.py, and only with
+            # TRUST_PROXY: uvicorn's own reading believes any loopback peer.
+            proxy_headers=False,
             lifespan="on",
             # The browser CLI and MONITOR tail, loaded on the first socket.
             ws=LAZY_WS,

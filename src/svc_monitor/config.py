@@ -7,6 +7,7 @@ Field name = environment variable name, so one grep finds both. `cli.py` builds
 Booleans take `true/1/yes/on` and `false/0/no/off` (pydantic's words), case-insensitive.
 """
 
+import ipaddress
 import logging
 from enum import StrEnum
 from pathlib import Path
@@ -171,6 +172,9 @@ class Settings(BaseSettings):
     AUTH_BROKER_PUBLIC_KEY: str | None = None
     AUTH_BROKER_DISABLED: bool = False
     TRUST_PROXY: bool = False
+    # With TRUST_PROXY: the proxies' addresses or networks, comma-separated; empty
+    # believes X-Forwarded-* from any peer (the proxy is the only way in).
+    TRUSTED_PROXIES: str = ""
     WORKSPACE_DISABLED: bool = False
     MONITOR_REDACT_VALUES: bool = False
     SVC_UNSAFE_CLI: bool = False
@@ -203,6 +207,17 @@ class Settings(BaseSettings):
             )
             return ExportMode.MIRROR
         return value.strip().lower() if isinstance(value, str) else value
+
+    @field_validator("TRUSTED_PROXIES")
+    @classmethod
+    def _proxies_are_addresses(cls, value: str) -> str:
+        for part in (p.strip() for p in value.split(",")):
+            if part:
+                try:
+                    ipaddress.ip_network(part, strict=False)
+                except ValueError:
+                    raise ValueError(f"{part!r} is not an IP address or network") from None
+        return value
 
     @field_validator(
         "DB_TYPE", "STORAGE_TYPE", "NODE_ENV", "LOG_LEVEL", "METRICS_EXPORT_PROFILE", mode="before"

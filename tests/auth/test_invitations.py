@@ -1,6 +1,7 @@
 """Invitations: one-time links, their states, and accepting them."""
 
 import asyncio
+import socket
 
 from svc_monitor.auth.store import invitations
 from tests.fixtures.licensing import FakeClock
@@ -21,7 +22,10 @@ class TestInvitations:
         assert body["email"] == "nia@example.com"
         assert body["role"] == "admin"
         assert body["status"] == "pending"
-        assert body["link"].startswith("http://svc.test/invite/")
+        # No AUTH_PUBLIC_URL, and the request's Host (svc.test) is not this host's name:
+        # the link names this host, never whatever Host a request carried.
+        own = f"http://{socket.gethostname().lower()}:{workspace.running.settings.PORT}"
+        assert body["link"].startswith(f"{own}/invite/")
         token = body["link"].rsplit("/", 1)[1]
         assert len(token) >= 43  # 256 random bits
 
@@ -167,3 +171,26 @@ class TestInvitations:
             "/api/workspace/invitations", json={"email": "owner@example.com"}
         )
         assert member_email.status_code == 409
+
+
+async def test_a_forged_host_never_makes_the_link(workspace: Workspace) -> None:
+    """A request naming another host (Host and a matching Origin, as a rebinding page or a
+    misrouted proxy would send) gets a link to this host, not to that one."""
+    forged = workspace.browser(Origin="http://evil.example")
+    forged.cookies = workspace.owner.client.cookies
+    created = await forged.post(
+        "/api/workspace/invitations",
+        json={"email": "eve@example.com"},
+        headers={"Host": "evil.example"},
+    )
+    assert created.status_code == 201, created.text
+    assert "evil.example" not in created.json()["link"]
+    local = workspace.browser(Origin="http://localhost:3001")
+    local.cookies = workspace.owner.client.cookies
+    named = await local.post(
+        "/api/workspace/invitations",
+        json={"email": "lee@example.com"},
+        headers={"Host": "localhost:3001"},
+    )
+    assert named.status_code == 201, named.text
+    assert named.json()["link"].startswith("http://localhost:3001/invite/")

@@ -242,6 +242,26 @@ class TestOrigin:
             entry = (await space.activity(action="PUT /api/settings"))[0]
             assert entry["sourceIp"] == "198.51.100.7"
 
+    async def test_a_peer_outside_trusted_proxies_is_not_believed(
+        self, workspace_factory: WorkspaceFactory
+    ):
+        async with workspace_factory(TRUST_PROXY=True, TRUSTED_PROXIES="10.0.0.0/8") as space:
+            await space.owner.client.put(
+                "/api/settings",
+                json={"auditPollIntervalMs": 5000},
+                headers={"X-Forwarded-For": "198.51.100.7"},
+            )
+            entry = (await space.activity(action="PUT /api/settings"))[0]
+            assert entry["sourceIp"] == "127.0.0.1"  # the test client's own address
+        async with workspace_factory(TRUST_PROXY=True, TRUSTED_PROXIES="127.0.0.0/8") as space:
+            await space.owner.client.put(
+                "/api/settings",
+                json={"auditPollIntervalMs": 5000},
+                headers={"X-Forwarded-For": "198.51.100.7"},
+            )
+            entry = (await space.activity(action="PUT /api/settings"))[0]
+            assert entry["sourceIp"] == "198.51.100.7"
+
     async def test_without_trust_proxy_forwarded_headers_are_ignored(self, workspace: Workspace):
         await workspace.owner.client.put(
             "/api/settings",

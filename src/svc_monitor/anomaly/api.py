@@ -14,6 +14,7 @@ from svc_monitor.anomaly.schemas import (
 )
 from svc_monitor.api.dependencies import ServicesDep
 from svc_monitor.api.error_responses import error_responses
+from svc_monitor.api.params import MAX_COUNT, MAX_EPOCH_MS
 from svc_monitor.connections.dependencies import SelectedConnection
 from svc_monitor.licensing.dependencies import RequireFeature
 from svc_monitor.licensing.models import Feature
@@ -22,10 +23,10 @@ router = APIRouter(
     tags=["anomaly detection"], dependencies=[RequireFeature(Feature.ANOMALY_DETECTION).depends]
 )
 
-Since = Annotated[int | None, Query(ge=0, description="epoch ms, inclusive")]
-Until = Annotated[int | None, Query(ge=0, description="epoch ms, inclusive")]
+Since = Annotated[int | None, Query(ge=0, le=MAX_EPOCH_MS, description="epoch ms, inclusive")]
+Until = Annotated[int | None, Query(ge=0, le=MAX_EPOCH_MS, description="epoch ms, inclusive")]
 RowLimit = Annotated[int, Query(ge=1, le=10_000)]
-Id = Annotated[int, Path(ge=1)]
+Id = Annotated[int, Path(ge=1, le=MAX_COUNT)]
 
 
 @router.get(

@@ -11,6 +11,7 @@ from fastapi import APIRouter, Query, Request, Response, status
 from fastapi.responses import JSONResponse
 
 from svc_monitor.api.error_responses import error_responses
+from svc_monitor.api.params import MAX_EPOCH_MS
 from svc_monitor.auth.activity import MAX_PAGE
 from svc_monitor.auth.dependencies.access import principal_of, source_ip_of
 from svc_monitor.auth.dependencies.origin import public_base
@@ -256,8 +257,10 @@ async def activity(
     action: Annotated[
         str | None, Query(max_length=200, description="e.g. auth.login, POST /api/connections")
     ] = None,
-    from_: Annotated[int | None, Query(alias="from", ge=0, description="epoch ms")] = None,
-    to: Annotated[int | None, Query(ge=0, description="epoch ms")] = None,
+    from_: Annotated[
+        int | None, Query(alias="from", ge=0, le=MAX_EPOCH_MS, description="epoch ms")
+    ] = None,
+    to: Annotated[int | None, Query(ge=0, le=MAX_EPOCH_MS, description="epoch ms")] = None,
     cursor: Annotated[str | None, Query(max_length=20)] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
 ) -> ActivityPage:

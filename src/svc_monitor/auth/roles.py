@@ -305,6 +305,10 @@ RULES: dict[str, Access] = {
     "POST /api/{path}": PUBLIC,
     "PUT /api/{path}": PUBLIC,
     "GET /{path}": PUBLIC,
+    "DELETE /{path}": PUBLIC,
+    "PATCH /{path}": PUBLIC,
+    "POST /{path}": PUBLIC,
+    "PUT /{path}": PUBLIC,
 }
 
 

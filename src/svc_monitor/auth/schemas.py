@@ -3,6 +3,7 @@
 from pydantic import BaseModel, ConfigDict, Field
 
 from svc_monitor.auth.models import ActivityEntry, ApiToken, Invitation, Role, User
+from svc_monitor.kit.plain_text import Printable
 from svc_monitor.kit.records import from_attributes
 
 
@@ -11,19 +12,19 @@ class _Body(BaseModel):
 
 
 class RegisterWrite(_Body):
-    email: str = Field(max_length=320)
-    name: str = Field(max_length=200)
+    email: Printable = Field(max_length=320)
+    name: Printable = Field(max_length=200)
     password: str = Field(max_length=1024)
 
 
 class LoginWrite(_Body):
-    email: str = Field(max_length=1024)
+    email: Printable = Field(max_length=1024)
     password: str = Field(max_length=1024)
 
 
 class AcceptInviteWrite(_Body):
-    token: str = Field(max_length=200)
-    name: str = Field(max_length=200)
+    token: Printable = Field(max_length=200)
+    name: Printable = Field(max_length=200)
     password: str = Field(max_length=1024)
 
 
@@ -36,12 +37,12 @@ class TransferWrite(_Body):
 
 
 class InvitationWrite(_Body):
-    email: str = Field(max_length=320)
+    email: Printable = Field(max_length=320)
     role: Role = Role.MEMBER
 
 
 class TokenWrite(_Body):
-    name: str = Field(max_length=200)
+    name: Printable = Field(max_length=200)
 
 
 class MeRead(BaseModel):

@@ -5,7 +5,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query
 
 from svc_monitor.api.error_responses import error_responses
-from svc_monitor.api.params import From, HistoryPage, Limit, To
+from svc_monitor.api.params import MAX_BYTES, MAX_COUNT, From, HistoryPage, Limit, To
 from svc_monitor.client_analytics.dependencies import (
     ClientAnalyticsDep,
     ClientFilter,
@@ -116,8 +116,8 @@ async def list_idle_connections(
     analytics: ClientAnalyticsDep,
     since: From = None,
     until: To = None,
-    threshold: Annotated[int, Query(alias="idleThresholdSeconds", ge=0)] = 300,
-    min_occurrences: Annotated[int, Query(alias="minOccurrences", ge=1)] = 10,
+    threshold: Annotated[int, Query(alias="idleThresholdSeconds", ge=0, le=MAX_COUNT)] = 300,
+    min_occurrences: Annotated[int, Query(alias="minOccurrences", ge=1, le=MAX_COUNT)] = 10,
     limit: Limit = 100,
 ) -> IdleConnections:
     """Connections seen idle for at least `idleThresholdSeconds` in at least
@@ -138,8 +138,12 @@ async def list_buffer_anomalies(
     analytics: ClientAnalyticsDep,
     since: From = None,
     until: To = None,
-    qbuf: Annotated[int, Query(alias="qbufThreshold", ge=0, description="bytes")] = 1_000_000,
-    omem: Annotated[int, Query(alias="omemThreshold", ge=0, description="bytes")] = 10_000_000,
+    qbuf: Annotated[
+        int, Query(alias="qbufThreshold", ge=0, le=MAX_BYTES, description="bytes")
+    ] = 1_000_000,
+    omem: Annotated[
+        int, Query(alias="omemThreshold", ge=0, le=MAX_BYTES, description="bytes")
+    ] = 10_000_000,
     limit: Limit = 100,
 ) -> BufferAnomalies:
     """Snapshots whose query buffer or output memory passed a threshold, newest first, and
@@ -224,7 +228,9 @@ async def get_client(
     connection: SelectedConnection,
     connections: ConnectionServiceDep,
     analytics: ClientAnalyticsDep,
-    client_id: Annotated[int, Path(alias="id", ge=0, description="the server's client id")],
+    client_id: Annotated[
+        int, Path(alias="id", ge=0, le=MAX_BYTES, description="the server's client id")
+    ],
 ) -> LiveClient:
     """One connected client by its id, read live."""
     return await analytics.live_client(connections.client(connection), client_id)

@@ -21,9 +21,11 @@ from svc_monitor.kit.addresses import (
     split_host_port,
 )
 from svc_monitor.kit.pem import check_certificates, check_private_key, summary
+from svc_monitor.kit.plain_text import Printable
 
-Name = Annotated[str, Field(min_length=1, max_length=100)]
-Host = Annotated[str, Field(min_length=1, max_length=255)]
+Name = Annotated[Printable, Field(min_length=1, max_length=100)]
+Host = Annotated[Printable, Field(min_length=1, max_length=255)]
+Username = Annotated[Printable, Field(max_length=255)]
 Port = Annotated[int, Field(ge=1, le=65535)]
 # Secrets are taken as typed: a space at either end is part of a password, and an OpenSSH
 # key without its final newline is refused by OpenSSH ("invalid format").
@@ -62,7 +64,7 @@ class SshTunnelIn(ApiModel):
 
     host: Host
     port: Port = 22
-    username: Annotated[str, Field(min_length=1, max_length=255)]
+    username: Annotated[Username, Field(min_length=1)]
     auth_method: SshAuth | None = Field(
         default=None,
         description="password, keyboard-interactive (prompts answered with the password) or "
@@ -73,7 +75,7 @@ class SshTunnelIn(ApiModel):
         default=None, description="An OpenSSH or PEM private key (encrypted at rest)"
     )
     passphrase: Secret | None = None
-    private_key_path: Annotated[str, Field(min_length=1, max_length=1024)] | None = Field(
+    private_key_path: Annotated[Printable, Field(min_length=1, max_length=1024)] | None = Field(
         default=None,
         description="A key file, relative to SVC_SSH_KEY_DIR; a path leaving it is refused",
     )
@@ -96,7 +98,7 @@ class ConnectionFields(ApiModel):
     name: Name | None = None
     host: Host | None = None
     port: Port | None = None
-    username: Annotated[str, Field(max_length=255)] | None = None
+    username: Username | None = None
     password: Secret | None = None
     tls: bool | None = Field(
         default=None,

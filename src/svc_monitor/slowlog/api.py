@@ -5,7 +5,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from svc_monitor.api.error_responses import error_responses
-from svc_monitor.api.params import From, Limit, Offset, To
+from svc_monitor.api.params import MAX_BYTES, From, Limit, Offset, To
 from svc_monitor.connections.dependencies import SelectedConnection
 from svc_monitor.slowlog.dependencies import SlowlogDep
 from svc_monitor.slowlog.models import EntryFilter
@@ -36,6 +36,7 @@ MinDuration = Annotated[
     Query(
         alias="minDuration",
         ge=0,
+        le=MAX_BYTES,
         description="only entries at least this long (µs) or large (bytes)",
     ),
 ]

@@ -6,6 +6,7 @@ from fastapi import APIRouter, Depends, Header, Query, Response, status
 
 from svc_monitor.api.dependencies import ServicesDep
 from svc_monitor.api.error_responses import error_responses
+from svc_monitor.api.params import MAX_COUNT
 from svc_monitor.licensing.models import allowed_events, locked_events
 from svc_monitor.licensing.schemas import AllowedEventsRead
 from svc_monitor.webhooks.schemas import (
@@ -126,7 +127,7 @@ async def list_deliveries(
     id: str,
     webhooks: WebhooksDep,
     limit: Annotated[int, Query(ge=1, le=1000)] = 50,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_COUNT)] = 0,
 ) -> list[DeliveryRead]:
     """This webhook's deliveries, newest first."""
     return await webhooks.deliveries(id, limit=limit, offset=offset)

@@ -9,6 +9,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from svc_monitor.kit.plain_text import Printable
 from svc_monitor.licensing.models import WEBHOOK_EVENT_TIERS
 from svc_monitor.notifications.schemas import Thresholds
 
@@ -52,7 +53,7 @@ class AlertConfig(_Strict):
     hysteresisFactor: Annotated[float, Field(ge=0.5, le=0.99)] = 0.9
 
 
-Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME)]
+Name = Annotated[Printable, Field(min_length=1, max_length=MAX_NAME)]
 Url = Annotated[str, Field(min_length=1, max_length=2048)]
 Secret = Annotated[str, Field(min_length=1, max_length=512)]
 Events = Annotated[list[str], Field(min_length=1, max_length=MAX_EVENTS)]

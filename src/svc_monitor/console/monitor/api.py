@@ -22,6 +22,7 @@ from fastapi import (
 from fastapi.responses import StreamingResponse
 
 from svc_monitor.api.error_responses import error_responses
+from svc_monitor.api.params import MAX_COUNT
 from svc_monitor.auth.dependencies.access import principal_of
 from svc_monitor.auth.dependencies.origin import same_origin
 from svc_monitor.auth.service import AuthService
@@ -49,7 +50,7 @@ SessionId = Annotated[int, Path(ge=1, le=2**31 - 1, description="the capture's i
 Settings = Annotated[CaptureRequest | None, Body()]
 ListLimit = Annotated[int, Query(ge=1, le=100, description="at most this many captures")]
 ListOffset = Annotated[int, Query(ge=0, le=1_000_000, description="captures to skip")]
-LineOffset = Annotated[int, Query(ge=0, description="the first line's seq")]
+LineOffset = Annotated[int, Query(ge=0, le=MAX_COUNT, description="the first line's seq")]
 LineLimit = Annotated[int, Query(ge=1, le=5000, description="at most this many lines")]
 CommandFilter = Annotated[
     str | None, Query(max_length=64, description="only this command (case-insensitive)")

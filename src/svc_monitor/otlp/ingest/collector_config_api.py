@@ -11,7 +11,7 @@ from fastapi.responses import PlainTextResponse
 
 from svc_monitor.api.dependencies import ServicesDep
 from svc_monitor.api.error_responses import error_responses
-from svc_monitor.auth.dependencies.origin import public_base
+from svc_monitor.auth.dependencies.origin import reached_base
 from svc_monitor.errors import Unprocessable
 from svc_monitor.kit.addresses import is_plain_host
 from svc_monitor.otlp.ingest.collector_config import VERSION_PATTERN, Engine, collector_config
@@ -50,7 +50,7 @@ async def get_collector_config(
     text = collector_config(
         host=host,
         port=port,
-        service_url=public_base(request, services.settings),
+        service_url=reached_base(request, services.settings),
         engine=engine,
         valkey_version=valkey_version,
         token=services.settings.OTEL_INGEST_TOKEN is not None,

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Query
 from fastapi.responses import HTMLResponse
 
 from svc_monitor.api.dependencies import FeaturesDep, ServicesDep
+from svc_monitor.api.params import MAX_EPOCH_MS
 from svc_monitor.client_analytics.models import SnapshotFilter
 from svc_monitor.client_analytics.schemas import ClientStats, ClientType, LiveClient
 from svc_monitor.connections.dependencies import SelectedConnection
@@ -162,8 +163,8 @@ async def clients_timeseries(
     connection: SelectedConnection,
     services: ServicesDep,
     features: FeaturesDep,
-    since: Annotated[int | None, Query(alias="from", ge=0)] = None,
-    until: Annotated[int | None, Query(alias="to", ge=0)] = None,
+    since: Annotated[int | None, Query(alias="from", ge=0, le=MAX_EPOCH_MS)] = None,
+    until: Annotated[int | None, Query(alias="to", ge=0, le=MAX_EPOCH_MS)] = None,
     max_points: Annotated[int, Query(alias="maxPoints", ge=1, le=5000)] = 300,
     names: Annotated[str, Query(max_length=1000)] = "",
 ) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Request
 from fastapi.responses import HTMLResponse, Response
 
-from svc_monitor.auth.dependencies.origin import public_base
+from svc_monitor.auth.dependencies.origin import reached_base
 from svc_monitor.connections.models import Connection
 from svc_monitor.connections.schemas import (
     ConnectionCreate,
@@ -221,7 +221,7 @@ def _collector(ui: Ui, values: dict[str, str]) -> CollectorView:
     text = collector_config(
         host=host,
         port=int(port),
-        service_url=public_base(ui.request, settings),
+        service_url=reached_base(ui.request, settings),
         engine=engine,
         valkey_version=version or None,
         token=settings.OTEL_INGEST_TOKEN is not None,

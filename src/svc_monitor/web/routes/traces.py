@@ -19,7 +19,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import HTMLResponse
 
-from svc_monitor.auth.dependencies.origin import public_base
+from svc_monitor.auth.dependencies.origin import reached_base
 from svc_monitor.connections.models import Connection
 from svc_monitor.events import now_ms
 from svc_monitor.traces.schemas import SpanRead, TraceRead, TraceSummaryRead
@@ -260,7 +260,7 @@ async def traces_page(
         scale=SCALE,
         ms=duration_label,
         refresh_ms=REFRESH_MS,
-        endpoint=public_base(ui.request, settings) + "/v1/traces",
+        endpoint=reached_base(ui.request, settings) + "/v1/traces",
         ingest_enabled=settings.OTEL_INGEST_ENABLED,
         token_required=settings.OTEL_INGEST_TOKEN is not None,
     )
