@@ -104,6 +104,8 @@ def build_pipe(services: Services, consumers: Consumers) -> Pipe:
         ),
         # What a poll brings back after this replica lost its lease goes no further.
         fenced=services.ownership.fenced,
+        # Every consumer has read it: the values none of them could keep are counted.
+        judged=live_state.judged,
     )
 
 

@@ -105,7 +105,7 @@ async def test_every_drop_reason_is_named_in_the_answer_and_counted(app: Running
             cumulative("redis.keys.expired", point(3), temporality=DELTA),
             gauge("redis.no.such.metric", point(1)),
             gauge("redis.cpu.time", point(1.5, state="nonsense")),
-            gauge("redis.memory.used", point(None), point(float("nan"))),
+            gauge("redis.memory.used", point(None), point(float("nan")), point(1e308)),
             full_keyspace,
             gauge("redis.memory.rss", point(4096)),
         ),
@@ -118,7 +118,7 @@ async def test_every_drop_reason_is_named_in_the_answer_and_counted(app: Running
         "unsupported_type": 2,
         "unsupported_temporality": 1,
         "unmapped_metric": 2,
-        "invalid_value": 2,
+        "invalid_value": 3,
         "cardinality_limit": 1,
     }
     counted = await dropped_counter(app)

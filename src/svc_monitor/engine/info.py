@@ -55,6 +55,11 @@ DEFAULT_MAX_BYTES = 4 * 1024 * 1024
 # and skipping it keeps one hostile line from becoming one huge stored value.
 MAX_LINE_CHARS = 64 * 1024
 
+# What storage's integer columns hold: a larger value is no reading a server makes.
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_NOT_FINITE = frozenset({"inf", "infinity", "nan"})
+_FLOAT_BOUND = float(2**63)  # a gauge past this is no reading, and its square overflows
+
 # A fixed-point decimal this short has at most 308 integer digits, below float's max
 # (1.8e308), so it cannot overflow to inf.
 _ALWAYS_FINITE_CHARS = 308
@@ -121,7 +126,7 @@ class ParsedInfo:
     The result of any access is exactly what a whole parse would give (tested).
     """
 
-    __slots__ = ("_blocks", "_context", "_done", "_header_skips", "_skipped")
+    __slots__ = ("_blocks", "_context", "_done", "_header_skips", "_skipped", "rejected")
 
     def __init__(self, sections: Mapping[str, dict[str, FieldValue]], skipped_lines: int) -> None:
         """A fully parsed reply (as tests and pushed data build one)."""
@@ -130,6 +135,9 @@ class ParsedInfo:
         self._context: _Context | None = None
         self._header_skips = skipped_lines
         self._skipped = 0
+        # Fields read through get_int/get_float whose number no counter or gauge can hold
+        # (past 64 bits, inf, nan): left out as if absent, and named here for the poll.
+        self.rejected: set[tuple[str, str]] | None = None
 
     @classmethod
     def _lazy(
@@ -219,25 +227,40 @@ class ParsedInfo:
         return fields.get(field)
 
     def get_int(self, section: str, field: str) -> int | None:
-        """The value when it is an integer; None when absent or anything else."""
+        """The value when it is an integer a 64-bit counter holds; None when absent or
+        anything else (an integer past 64 bits is counted in `rejected`)."""
         value = self.get(section, field)
         # The exact type: bool is an int subclass; the parser never makes one, but a
         # hand-built ParsedInfo could, and True is not a count.
-        return value if type(value) is int else None
+        if type(value) is not int:
+            return None
+        if not _INT64_MIN <= value <= _INT64_MAX:
+            self._reject(section, field)
+            return None
+        return value
 
     def get_float(self, section: str, field: str) -> float | None:
         """The value as a float when it is a finite number (ints widen); else None."""
         value = self.get(section, field)
         # Exact types, not isinstance: quicker, and bool (an int subclass) is not a number.
         if type(value) is float:
-            return value if _isfinite(value) else None
+            if _isfinite(value) and -_FLOAT_BOUND < value < _FLOAT_BOUND:
+                return value
+            self._reject(section, field)
+            return None
         if type(value) is not int:
+            if type(value) is str and value.lower().lstrip("+-") in _NOT_FINITE:
+                self._reject(section, field)
             return None
-        try:
-            result = float(value)
-        except OverflowError:  # an int past float range, e.g. 10**400
+        if not _INT64_MIN <= value <= _INT64_MAX:
+            self._reject(section, field)
             return None
-        return result if _isfinite(result) else None
+        return float(value)
+
+    def _reject(self, section: str, field: str) -> None:
+        if self.rejected is None:
+            self.rejected = set()
+        self.rejected.add((section, field))
 
     def get_str(self, section: str, field: str) -> str | None:
         """The value as text (numbers via str(): a parsed "0.10" reads back "0.1").

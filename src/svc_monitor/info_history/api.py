@@ -42,16 +42,18 @@ async def get_info(
     For a push connection: the fields its Collector pushed that are still fresh (no
     command is sent); 503 until a push arrives or once every field is stale."""
     wanted = [s.strip() for s in (sections or "").split(",") if s.strip()]
+    rejected = services.live_state.polls.rejected.get(connection.id, 0)
     if connection.pushed:
         latest = services.live_state.latest(connection.id)
         if latest is None:
             raise Unavailable(f"No fresh metrics pushed for '{connection.name}' yet")
         pushed = latest.info.sections
         return ParsedInfoRead(
-            sections={k: v for k, v in pushed.items() if not wanted or k in wanted}
+            sections={k: v for k, v in pushed.items() if not wanted or k in wanted},
+            rejectedValues=rejected,
         )
     client = connections.client(connection)
-    return ParsedInfoRead(sections=await metrics.live_info(client, wanted))
+    return ParsedInfoRead(sections=await metrics.live_info(client, wanted), rejectedValues=rejected)
 
 
 @router.get("/metrics/history", response_model=HistorySeries, responses=error_responses(404, 422))

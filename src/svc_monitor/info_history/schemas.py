@@ -58,6 +58,11 @@ class ParsedInfoRead(BaseModel):
     """INFO as sections of fields; composite fields (keyspace db0, cmdstat_get ...) are objects."""
 
     sections: dict[str, dict[str, Any]]
+    rejectedValues: int = Field(
+        0,
+        description="INFO values the polls of this connection left out since start: a number "
+        "past 64 bits, inf or nan where a number belongs (also svc_info_values_rejected_total)",
+    )
 
 
 class CommandLoad(BaseModel):

@@ -1,6 +1,7 @@
 """The latest Observation of every connection: what is true now, for live views,
 Prometheus at scrape time and detectors. Kept in memory only."""
 
+import logging
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -9,6 +10,7 @@ from svc_monitor.pipe.observation import Observation
 from svc_monitor.pipe.poll_counts import PollCounts
 
 F = TypeVar("F", bound=Facts)
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,10 +42,28 @@ class LiveState:
         # Each connection's cluster nodes, so a scrape finds them without walking every key.
         self._nodes: dict[str, dict[str, None]] = {}
         self.polls = PollCounts()
+        self._rejected_logged: dict[str, frozenset[tuple[str, str]]] = {}
 
     def observe(self, observation: Observation) -> None:
         """As the pipe's first observation consumer."""
         self.update(observation)
+
+    def judged(self, observation: Observation) -> None:
+        """After every consumer has read the observation: count the fields they found
+        holding a number nothing can keep, and say which in the log, once per change."""
+        rejected = observation.info.rejected
+        if not rejected:
+            return
+        connection_id = observation.connection_id
+        self.polls.record_rejected(connection_id, len(rejected))
+        fields = frozenset(rejected)
+        if self._rejected_logged.get(connection_id) != fields:
+            self._rejected_logged[connection_id] = fields
+            logger.warning(
+                "connection %s: INFO values out of range or not numbers, left out: %s",
+                connection_id,
+                ", ".join(f"{s}.{f}" for s, f in sorted(fields)),
+            )
 
     def observe_facts(self, connection_id: str, facts: Facts) -> None:
         """As the pipe's first facts consumer."""
@@ -83,3 +103,4 @@ class LiveState:
         for fact_key in [k for k in self._facts if k[0] == connection_id]:
             del self._facts[fact_key]
         self.polls.forget(connection_id)
+        self._rejected_logged.pop(connection_id, None)

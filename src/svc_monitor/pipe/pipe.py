@@ -22,8 +22,10 @@ class Pipe:
         observation_consumers: Sequence[ObservationConsumer],
         facts_consumers: Sequence[FactsConsumer],
         fenced: Callable[[str], bool] = lambda connection_id: False,
+        judged: Callable[[Observation], None] = lambda observation: None,
     ) -> None:
         self._fenced = fenced
+        self._judged = judged
         self._observation_consumers = tuple(observation_consumers)
         self._facts_consumers = tuple(facts_consumers)
         # Each consumer once, though many take both kinds.
@@ -46,6 +48,7 @@ class Pipe:
             pending = consumer.observe(observation)
             if pending is not None:
                 await pending
+        self._judged(observation)
 
     async def put_facts(self, connection_id: str, facts: Facts) -> None:
         if self._fenced(connection_id):  # never true of a pushed connection

@@ -34,6 +34,9 @@ class PollCounts:
         # Passes that started over a tenth of their interval after they were due, by kind:
         # how an operator (and bench/poll_fanout.py) tells the poller has fallen behind.
         self.late: dict[str, int] = {}
+        # INFO fields left out because their number no counter holds (engine/info.py
+        # `rejected`), summed over every observation, by connection.
+        self.rejected: dict[str, int] = {}
         # The keys of `passes` by connection: forgetting one of a thousand connections
         # must not scan every key (a shutdown forgets them all).
         self._keys_of: dict[str, set[tuple[str, str, bool]]] = {}
@@ -53,6 +56,10 @@ class PollCounts:
     def record_late(self, kind: str) -> None:
         self.late[kind] = self.late.get(kind, 0) + 1
 
+    def record_rejected(self, connection_id: str, count: int) -> None:
+        self.rejected[connection_id] = self.rejected.get(connection_id, 0) + count
+
     def forget(self, connection_id: str) -> None:
+        self.rejected.pop(connection_id, None)
         for key in self._keys_of.pop(connection_id, ()):
             self.passes.pop(key, None)

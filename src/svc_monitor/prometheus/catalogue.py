@@ -453,6 +453,10 @@ POLL_STALE = _gauge(
     "1 when the connection's INFO has not answered for 30 s (or ever); kept while stale.",
 )
 POLLS = _counter("svc_polls", "Poll passes by kind.", "kind", full=True)
+INFO_VALUES_REJECTED = _counter(
+    "svc_info_values_rejected",
+    "INFO values left out: a number past 64 bits, inf or nan where a number belongs.",
+)
 POLL_DURATION = Family(
     "svc_poll_duration_seconds",
     "histogram",
@@ -617,6 +621,7 @@ FAMILIES: tuple[Family, ...] = (
     ANOMALY_BUFFER_MEAN,
     ANOMALY_BUFFER_STDDEV,
     POLL_STALE,
+    INFO_VALUES_REJECTED,
     POLLS,
     POLL_DURATION,
     CVE_FINDINGS,

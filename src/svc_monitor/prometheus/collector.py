@@ -347,9 +347,14 @@ class LiveStateCollector:
             answered = latest is not None and latest.received_at_ms >= fresh_after
             stale.add_metric([connection.address], 0.0 if answered else 1.0)
         yield stale
+        counts = self._live_state.polls
+        rejected = _new(c.INFO_VALUES_REJECTED)
+        for connection in self._connections:
+            if (n := counts.rejected.get(connection.id)) is not None:
+                rejected.add_metric([connection.address], n)
+        yield rejected
         if not self._full:
             return
-        counts = self._live_state.polls
         addresses = {connection.id: connection.address for connection in self._connections}
         passes = _new(c.POLLS)
         totals: dict[tuple[str, str], int] = {}

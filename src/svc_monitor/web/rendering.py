@@ -5,6 +5,7 @@ scraped or called over the API never pays its ~3 MB (bench/startup.py).
 """
 
 import datetime as dt
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -52,10 +53,21 @@ class Templates:
         return self._env
 
 
-def format_bytes(value: float | int | None) -> str:
-    if value is None:
+def _number(value: object) -> float | None:
+    """`value` when it is a finite number; None for anything else. Pages show what a
+    server reported, and a hostile one reports `keys=abc` or `inf`: that is a dash on the
+    page, not an error."""
+    if type(value) is int:
+        return float(value) if -(2**63) <= value < 2**63 else None
+    if type(value) is float and math.isfinite(value):
+        return value
+    return None
+
+
+def format_bytes(value: object) -> str:
+    size = _number(value)
+    if size is None:
         return MISSING
-    size = float(value)
     for unit in _BYTE_UNITS:
         if abs(size) < 1024 or unit == _BYTE_UNITS[-1]:
             return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
@@ -63,20 +75,25 @@ def format_bytes(value: float | int | None) -> str:
     raise AssertionError("unreachable")
 
 
-def format_number(value: float | int | None, digits: int = 0) -> str:
-    if value is None:
+def format_number(value: object, digits: int = 0) -> str:
+    number = _number(value)
+    if number is None:
         return MISSING
-    return f"{value:,.{digits}f}"
+    if digits == 0 and type(value) is int:
+        return f"{value:,}"  # exact: a float would round a large count
+    return f"{number:,.{digits}f}"
 
 
-def format_percent(value: float | None, digits: int = 1) -> str:
-    if value is None:
+def format_percent(value: object, digits: int = 1) -> str:
+    number = _number(value)
+    if number is None:
         return MISSING
-    return f"{value:.{digits}f}%"
+    return f"{number:.{digits}f}%"
 
 
-def format_duration_us(value: float | int | None) -> str:
+def format_duration_us(value: object) -> str:
     """Microseconds as people read them: 850 µs, 12.3 ms, 2.05 s."""
+    value = _number(value)
     if value is None:
         return MISSING
     if value < 1000:

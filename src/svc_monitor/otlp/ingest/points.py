@@ -139,21 +139,25 @@ def _take_attributed(
     return taken
 
 
+# Past this a double is no reading (what INFO's 64-bit counters can reach).
+_LARGEST = float(2**63)
+
 # Never a name: attribute_name() answers None rather than "".
 _UNSEEN = ""
 
 
 def _other_value(point: "NumberDataPoint", decimal: bool) -> Scalar | None:
     """The value of a point whose as_int reads 0, as INFO keeps the field: a whole double
-    is an int unless the field is a decimal one. None when the point has no value or it
-    is not finite."""
+    is an int unless the field is a decimal one. None when the point has no value, or one
+    no reading has: not finite, or past 2**63 (finite, yet its square overflows what the
+    anomaly baselines sum)."""
     which = point.WhichOneof("value")
     if which == "as_int":
         return 0
     if which != "as_double":
         return None
     number = point.as_double
-    if not math.isfinite(number):
+    if not math.isfinite(number) or not -_LARGEST < number < _LARGEST:
         return None
     return number if decimal or not number.is_integer() else int(number)
 
