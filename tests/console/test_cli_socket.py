@@ -371,9 +371,12 @@ class TestProtocol:
             not_text = await cli.answer()
             await cli.socket.send(b"\x00\x01")
             binary = await cli.answer()
+            await cli.socket.send("[" * 100_000 + "]" * 100_000)  # past json's nesting depth
+            nested = await cli.answer()
             empty = await cli.run("   ")
             assert await cli.result("PING") == "PONG"
-        assert {f["type"] for f in (not_json, unknown, not_text, binary, empty)} == {"error"}
+        frames = (not_json, unknown, not_text, binary, nested, empty)
+        assert {f["type"] for f in frames} == {"error"}
         assert not_text["error"] == '"command" must be a string, such as "GET foo"'
         assert binary["error"] == "Send JSON text frames, not binary ones"
 

@@ -97,7 +97,7 @@ def _command_of(message: Mapping[str, Any]) -> tuple[str | None, str]:
         return None, "Send JSON text frames, not binary ones"
     try:
         frame = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested past the parser's depth: not a command
         return None, 'Not JSON: send {"type": "execute", "command": "PING"}'
     if not isinstance(frame, dict) or frame.get("type") != "execute":
         return None, 'Unknown frame: send {"type": "execute", "command": "PING"}'
