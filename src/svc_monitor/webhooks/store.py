@@ -228,18 +228,26 @@ class WebhookStore:
             rows = conn.execute(due).all()
             if rows:
                 ids = [row.id for row in rows]
+                # The attempt is counted as it begins: one a crash cuts off (never
+                # recorded, sent again after the lease) still counts. The rows returned
+                # keep the count before it, as the attempt's outcome is written from.
                 conn.execute(
-                    update(t).where(t.c.id.in_(ids)).values(next_retry_at=now_ms + lease_ms)
+                    update(t)
+                    .where(t.c.id.in_(ids))
+                    .values(next_retry_at=now_ms + lease_ms, attempts=t.c.attempts + 1)
                 )
             return [_delivery(row) for row in rows]
 
         return await self._db.run(work)
 
     async def release(self, delivery_ids: Sequence[str], *, due_at: int) -> None:
-        """Hand leased rows back to the queue, due at `due_at` (the webhook was busy)."""
+        """Hand leased rows back to the queue, due at `due_at` (the webhook was busy): not
+        attempted, so not counted."""
         t = webhook_deliveries
         await self._db.execute(
-            update(t).where(t.c.public_id.in_(list(delivery_ids))).values(next_retry_at=due_at)
+            update(t)
+            .where(t.c.public_id.in_(list(delivery_ids)))
+            .values(next_retry_at=due_at, attempts=t.c.attempts - 1)
         )
 
     async def get_delivery(self, delivery_id: str) -> Delivery | None:
