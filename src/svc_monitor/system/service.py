@@ -23,7 +23,7 @@ from svc_monitor.pipe.live_state import LiveState
 from svc_monitor.storage.database import Database
 from svc_monitor.system.schemas import ApiHealth, DatabaseHealth, HealthRead, StorageHealth
 
-PROBE_BUDGET_S = 0.2
+PROBE_BUDGET_S = 0.15
 STORAGE_BUDGET_S = 1.0
 # What the INFO poll saw is the answer while it is younger than this (three polls at the
 # default interval): a poll that stopped succeeding is noticed within it.
@@ -38,7 +38,8 @@ class HealthService:
         self._connections = connections
         self._live = live
         self._started = time.monotonic()
-        self._probes: dict[str, asyncio.Task[EngineSnapshot]] = {}
+        # The probe in flight per connection, and when it began (monotonic).
+        self._probes: dict[str, tuple[asyncio.Task[EngineSnapshot], float]] = {}
 
     async def health(self, connection_id: str | None, *, starting: bool = False) -> HealthRead:
         # The connection's lookup is storage's check too: one round trip to the storage
@@ -145,17 +146,21 @@ class HealthService:
     async def _probe(self, connection: Connection) -> EngineSnapshot | None:
         """A check of the engine, waited on for PROBE_BUDGET_S at most (None past it); one
         at a time per connection, finishing in the background when it takes longer."""
-        task = self._probes.get(connection.id)
+        task, began = self._probes.get(connection.id, (None, 0.0))
         if task is None or task.done():
             task = asyncio.get_running_loop().create_task(self._connections.check(connection))
             task.add_done_callback(_retrieve)
-            self._probes[connection.id] = task
+            began = time.monotonic()
+            self._probes[connection.id] = (task, began)
+        budget = PROBE_BUDGET_S - (time.monotonic() - began)
         if self._connections.last_seen(connection) is None:
             # Never checked (a connection just added, not yet polled): nothing to answer
             # with but its first check, bounded by the engine's own deadlines.
             return await asyncio.shield(task)
+        if budget <= 0:
+            return None  # a probe already past its budget: the engine has not answered
         try:
-            async with asyncio.timeout(PROBE_BUDGET_S):
+            async with asyncio.timeout(budget):
                 return await asyncio.shield(task)
         except TimeoutError:
             return None
