@@ -12,6 +12,7 @@ pytest_plugins = [
     "tests.fixtures.broker",
     "tests.fixtures.receiver",
     "tests.fixtures.otlp_receiver",
+    "tests.fixtures.private_postgres",
     "tests.fixtures.sshd",
 ]
 

@@ -11,7 +11,9 @@ field. What a handler did not expect is answered by ErrorPolicy, by its class:
 
 A 500 is logged once, with its traceback and the correlation id its body carries; the
 others are expected on a bad day and logged in one line. Every one of them keeps the
-connection open.
+connection open. The background loops (polls, flushes, exports) log what stops a pass
+with logger.exception; `quiet_expected_failures` turns those of the expected kinds into
+one warning line too, so a bad day's log holds no traceback but a bug's.
 """
 
 import logging
@@ -151,6 +153,38 @@ def answer_for(exc: Exception, where: str) -> JSONResponse:
     return JSONResponse(body, 500)
 
 
+def expected_failure(exc: BaseException) -> str | None:
+    """Why `exc` is a failure of a bad day rather than a bug; None for a bug."""
+    if isinstance(exc, EngineError):
+        return f"the instance did not answer: {exc.message}"
+    reason = outage_reason(exc)
+    if reason is not None:
+        return f"storage {reason} ({type(exc).__name__})"
+    return None
+
+
+def quiet_expected_failures() -> None:
+    """Log records whose exception is an expected failure lose the traceback and say
+    why in one line, at most a warning. Process-wide and idempotent: every logger's
+    records are made by the one record factory."""
+    previous = logging.getLogRecordFactory()
+    if getattr(previous, "quiets_expected_failures", False):
+        return
+
+    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = previous(*args, **kwargs)
+        exc = record.exc_info[1] if record.exc_info else None
+        if exc is not None and (why := expected_failure(exc)) is not None:
+            record.exc_info = None
+            record.msg = f"{record.msg}: {why.replace('%', '%%')}"
+            if record.levelno > logging.WARNING:
+                record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return record
+
+    factory.quiets_expected_failures = True  # type: ignore[attr-defined]
+    logging.setLogRecordFactory(factory)
+
+
 class ErrorPolicy:
     """Plain ASGI around the app and its other middleware: an exception nothing else
     answered gets its designed answer here (answer_for). Starlette's own last-resort
@@ -186,6 +220,7 @@ def install_error_handlers(app: FastAPI) -> None:
     """The handlers, and ErrorPolicy: call it after every other middleware is added, so
     the policy is the outermost."""
     add_error_schema(app)
+    quiet_expected_failures()
     app.add_exception_handler(AppError, _app_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _validation_error)

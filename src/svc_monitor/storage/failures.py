@@ -21,7 +21,18 @@ _READ_ONLY = ("readonly", "read-only", "read only")
 def outage_reason(error: BaseException) -> str | None:
     """ "full", "read-only" or "unavailable" when `error` is storage unable to serve;
     None for any other error."""
-    cause = error.orig if isinstance(error, sa.DBAPIError) else error
+    cause: BaseException = (error.orig or error) if isinstance(error, sa.DBAPIError) else error
+    state = _sqlstate(error) or _sqlstate(cause) or _sqlstate(cause.__cause__)
+    if state is not None:
+        # PostgreSQL's classes: 53100 disk full, 25006 a read-only transaction, 08 the
+        # connection, 57 the server shutting down or starting up (the driver raises
+        # those while connecting, unwrapped).
+        if state == "53100":
+            return "full"
+        if state == "25006":
+            return "read-only"
+        if state.startswith(("08", "57", "53")):
+            return "unavailable"
     text = str(cause).lower()
     no_space = isinstance(cause, OSError) and cause.errno == errno.ENOSPC
     if no_space or any(s in text for s in _FULL):
@@ -63,3 +74,8 @@ class WriteHealth:
     def succeeded(self, at_ms: int) -> None:
         if self.last_failure_ms is not None and at_ms - self.last_failure_ms >= CLEARS_AFTER_MS:
             self.failing_since_ms = self.last_failure_ms = self.reason = None
+
+
+def _sqlstate(error: BaseException | None) -> str | None:
+    state = getattr(error, "sqlstate", None) if error is not None else None
+    return state if isinstance(state, str) else None

@@ -1,0 +1,190 @@
+"""svc-monitor's own storage going away: PostgreSQL killed and started again under a write
+load, SQLite on a disk that fills up. Every answer is designed (503 with Retry-After for a
+write storage cannot take, never a 500), health tells the truth quickly, nothing
+acknowledged is lost, and the service recovers on its own."""
+
+import asyncio
+import contextlib
+import logging
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.fixtures.app import make_settings, running_app, target_of
+from tests.fixtures.private_postgres import PrivatePostgres
+from tests.fixtures.replica_processes import eventually
+from tests.fixtures.servers import RunningServer
+
+HEALTH_BUDGET_S = 1.5  # storage's own budget (1 s) and a margin for a loaded machine
+
+
+class Writer:
+    """Adds connections one after another; keeps what storage acknowledged and every
+    status it answered."""
+
+    def __init__(self, client: httpx.AsyncClient, server: RunningServer) -> None:
+        self.client = client
+        self.server = server
+        self.acknowledged: list[str] = []
+        self.statuses: list[int] = []
+        self.refusals: list[httpx.Response] = []
+        self._n = 0
+
+    async def once(self) -> None:
+        self._n += 1
+        reply = await self.client.post(
+            "/api/connections",
+            json={"name": f"w{self._n}", "host": self.server.host, "port": self.server.port},
+        )
+        self.statuses.append(reply.status_code)
+        if reply.status_code == 201:
+            self.acknowledged.append(reply.json()["id"])
+        else:
+            self.refusals.append(reply)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            await self.once()
+            await asyncio.sleep(0.05)
+
+
+def tracebacks(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [
+        f"{r.getMessage()} ({r.exc_info[1]!r})" if r.exc_info else r.getMessage()
+        for r in caplog.records
+        if r.exc_info or r.levelno >= logging.ERROR
+    ]
+
+
+async def test_postgres_killed_and_restarted_under_writes(
+    private_postgres: PrivatePostgres,
+    valkey_server: RunningServer,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    settings = make_settings(
+        **target_of(valkey_server), STORAGE_TYPE="postgres", STORAGE_URL=private_postgres.url
+    )
+    async with running_app(settings) as app:
+        writer = Writer(app.client, valkey_server)
+        stop = asyncio.Event()
+        load = asyncio.create_task(writer.run(stop))
+        await asyncio.sleep(1)
+        caplog.clear()
+        private_postgres.kill()
+        try:
+            await asyncio.sleep(1)
+            started = time.perf_counter()
+            health = await app.client.get("/api/health")
+            took = time.perf_counter() - started
+            assert took < HEALTH_BUDGET_S, took
+            assert health.status_code == 503, health.text
+            assert health.json()["storage"]["status"] == "error"
+        finally:
+            await asyncio.to_thread(private_postgres.start)
+        # Back without a restart of svc-monitor: within two poll intervals of the fault's end.
+
+        async def writes_again() -> None:
+            before = len(writer.acknowledged)
+            await asyncio.sleep(0.3)
+            assert len(writer.acknowledged) > before
+
+        await eventually(writes_again, timeout_s=5)
+        stop.set()
+        await load
+
+        async def healthy() -> None:
+            health = await app.client.get("/api/health")
+            assert health.status_code == 200, health.text
+            assert health.json()["storage"]["status"] == "ok", health.text
+
+        # `degraded` clears once writes have gone through for a few seconds.
+        await eventually(healthy, timeout_s=10)
+        listed = {c["id"] for c in (await app.client.get("/api/connections")).json()}
+    assert 500 not in writer.statuses, [r.text for r in writer.refusals if r.status_code == 500]
+    refused = {r.status_code for r in writer.refusals}
+    assert refused <= {503}, [r.text for r in writer.refusals]
+    assert writer.refusals, "the outage refused no write: it was not tested"
+    assert all(r.headers.get("retry-after") for r in writer.refusals)
+    assert set(writer.acknowledged) <= listed  # nothing acknowledged was lost
+    assert tracebacks(caplog) == []
+
+
+@contextlib.contextmanager
+def small_disk(size: str) -> Iterator[Path]:
+    """A tmpfs of `size` mounted for the test, unmounted after (needs root)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small disk needs root")
+    mount = Path(tempfile.mkdtemp(prefix="svc-full-disk-"))
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount)], check=True)
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+        shutil.rmtree(mount, ignore_errors=True)
+
+
+def fill(mount: Path) -> Path:
+    """Fill the disk to its last byte; the file that does it (deleted to free it)."""
+    filler = mount / "filler"
+    # Unbuffered: each write meets the full disk itself, and closing flushes nothing.
+    with filler.open("wb", buffering=0) as handle:
+        for chunk in (65536, 1):
+            with contextlib.suppress(OSError):
+                while True:
+                    handle.write(b"\0" * chunk)
+    return filler
+
+
+async def test_sqlite_on_a_full_disk(
+    valkey_server: RunningServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    with small_disk("24m") as mount:
+        database = mount / "svc.db"
+        settings = make_settings(
+            **target_of(valkey_server), STORAGE_TYPE="sqlite", STORAGE_SQLITE_FILEPATH=database
+        )
+        async with running_app(settings) as app:
+            writer = Writer(app.client, valkey_server)
+            for _ in range(3):
+                await writer.once()
+            assert writer.statuses == [201, 201, 201]
+            caplog.clear()
+            filler = await asyncio.to_thread(fill, mount)
+
+            async def refused() -> None:
+                await writer.once()  # a row or two may still fit in pages SQLite holds
+                assert writer.statuses[-1] == 503, writer.statuses
+
+            await eventually(refused, timeout_s=20)
+            assert "full" in writer.refusals[-1].json()["message"]
+            assert writer.refusals[-1].headers["retry-after"]
+
+            async def degraded() -> dict[str, Any]:
+                health = await app.client.get("/api/health")
+                assert health.status_code == 200, health.text
+                body: dict[str, Any] = health.json()
+                assert body["storage"]["status"] == "degraded", body
+                return body
+
+            body = await eventually(degraded, timeout_s=5)
+            assert body["status"] == "degraded"
+            assert "full" in body["storage"]["error"]
+            filler.unlink()
+
+            async def writes_again() -> None:
+                await writer.once()
+                assert writer.statuses[-1] == 201, writer.statuses
+
+            await eventually(writes_again, timeout_s=10)
+            listed = {c["id"] for c in (await app.client.get("/api/connections")).json()}
+        assert 500 not in writer.statuses
+        assert set(writer.acknowledged) <= listed
+        assert tracebacks(caplog) == []
