@@ -183,8 +183,10 @@ async def test_a_clean_handover_between_replicas_keeps_the_baseline(
             await anomaly.save_baselines(everything=True)
             saved = {b.metric: b for b in anomaly.buffers((await owned_by(first))[0])}
             shown = await memory_buffer(second)
-            assert shown["samples"] == saved["memory_used"].samples >= 60, shown
-            assert shown["mean"] == pytest.approx(saved["memory_used"].mean), shown
+            # Read after the save: the first may have judged a poll or two more since.
+            assert saved["memory_used"].samples - 2 <= shown["samples"] >= 60, shown
+            assert shown["samples"] <= saved["memory_used"].samples, shown
+            assert shown["mean"] == pytest.approx(saved["memory_used"].mean, rel=0.01), shown
             await stack.aclose()  # the first stops cleanly and hands its connection over
 
             async def owns() -> float:
