@@ -81,3 +81,25 @@ async def test_a_method_on_a_path_with_no_route_is_a_404(api: RunningApp, method
         reply = await api.client.request(method, path)
         assert reply.status_code == 404, (path, reply.status_code)
         assert reply.json()["statusCode"] == 404
+
+
+@pytest.mark.parametrize("method", ["GET", "POST", "PUT", "DELETE"])
+async def test_an_unknown_otlp_path_is_a_404_in_the_otlp_error_shape(
+    api: RunningApp, method: str
+) -> None:
+    from google.rpc.status_pb2 import Status
+
+    for path in ("/v1/metrics", "/v1/logs", "/v1/no/such/signal"):
+        as_json = await api.client.request(
+            method, path, content=b"{}", headers={"Content-Type": "application/json"}
+        )
+        assert as_json.status_code == 404, (path, as_json.text)
+        assert as_json.json()["code"] == 5  # NOT_FOUND
+        assert "/v1/external/metrics" in as_json.json()["message"]
+        as_protobuf = await api.client.request(
+            method, path, content=b"", headers={"Content-Type": "application/x-protobuf"}
+        )
+        assert as_protobuf.status_code == 404
+        status = Status()
+        status.ParseFromString(as_protobuf.content)
+        assert status.code == 5

@@ -62,6 +62,12 @@ RULES: dict[str, Access] = {
     "PUT /v1/external/metrics": PUBLIC,
     "PATCH /v1/external/metrics": PUBLIC,
     "DELETE /v1/external/metrics": PUBLIC,
+    # Any other path under /v1/: a 404 in the OTLP error shape.
+    "GET /v1/{path}": PUBLIC,
+    "POST /v1/{path}": PUBLIC,
+    "PUT /v1/{path}": PUBLIC,
+    "PATCH /v1/{path}": PUBLIC,
+    "DELETE /v1/{path}": PUBLIC,
     "GET /api": PUBLIC,  # the API's documentation page
     "GET /api/": PUBLIC,
     "POST /api/auth/register": PUBLIC,

@@ -326,3 +326,17 @@ def refusal(refused: IngestRefused, encoding: Encoding) -> Response:
     else:
         body = json.dumps({"code": status.code, "message": status.message})
     return Response(body, refused.status, media_type=encoding.value, headers=headers)
+
+
+@router.api_route(
+    "/v1/{path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"], include_in_schema=False
+)
+async def no_receiver(request: Request, path: str) -> Response:
+    """Any other path under /v1/: a 404 in the OTLP error shape (a google.rpc.Status, in
+    the request's encoding), which a sender's log shows, rather than the UI's HTML."""
+    refused = IngestRefused(
+        404,
+        f"no OTLP receiver at /v1/{path}: metrics are POSTed to /v1/external/metrics, "
+        "traces to /v1/traces",
+    )
+    return refusal(refused, _encoding_of(request) or Encoding.JSON)
