@@ -23,7 +23,7 @@ from tests.fixtures.private_postgres import PrivatePostgres
 from tests.fixtures.replica_processes import eventually
 from tests.fixtures.servers import RunningServer
 
-HEALTH_BUDGET_S = 1.5  # storage's own budget (1 s) and a margin for a loaded machine
+HEALTH_P99_S = 0.25
 
 
 class Writer:
@@ -81,12 +81,15 @@ async def test_postgres_killed_and_restarted_under_writes(
         private_postgres.kill()
         try:
             await asyncio.sleep(1)
-            started = time.perf_counter()
-            health = await app.client.get("/api/health")
-            took = time.perf_counter() - started
-            assert took < HEALTH_BUDGET_S, took
-            assert health.status_code == 503, health.text
-            assert health.json()["storage"]["status"] == "error"
+            times = []
+            for _ in range(10):
+                started = time.perf_counter()
+                health = await app.client.get("/api/health")
+                times.append(time.perf_counter() - started)
+                assert health.status_code == 503, health.text
+                assert health.json()["storage"]["status"] == "error"
+            # A refused connection is an answer at once: health says so within its budget.
+            assert sorted(times)[-2] < HEALTH_P99_S, times
         finally:
             await asyncio.to_thread(private_postgres.start)
         # Back without a restart of svc-monitor: within two poll intervals of the fault's end.
