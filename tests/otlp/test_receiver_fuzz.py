@@ -6,8 +6,6 @@ keeps serving."""
 
 import base64
 import json
-import os
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,8 +14,7 @@ import pytest
 from google.protobuf import json_format
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from tests.fixtures.app import free_port
-from tests.fixtures.replica_processes import start_service, stop_process
+from tests.fixtures.replica_processes import replica_process, service_env
 from tests.fixtures.servers import RunningServer
 from tests.otlp.push_payloads import at, body, cumulative, gauge, point, resource
 from tests.traces.builders import SpanSpec, export_request, new_trace_id
@@ -77,37 +74,11 @@ def receiver(
     valkey_server: RunningServer, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[str]:
     tmp = tmp_path_factory.mktemp("otlp-fuzz")
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("STORAGE_", "DB_"))}
-    env |= {
-        "STORAGE_TYPE": "memory",
-        "DB_HOST": valkey_server.host,
-        "DB_PORT": str(valkey_server.port),
-        "PORT": str(port),
-        "BIND_HOST": "127.0.0.1",
-        "WORKSPACE_DISABLED": "true",
-        "OTLP_DISCOVER_INSTANCES": "true",
-        "ENTITLEMENT_URL": "http://127.0.0.1:9",
-        "RELEASES_URL": "http://127.0.0.1:9",
-        "SVC_DATA_DIR": str(tmp / "data"),
-    }
-    process = start_service(env, tmp / "serve.log")
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if httpx.get(f"{base}/api/health", timeout=2).status_code == 200:
-                break
-        except httpx.TransportError:
-            pass
-        assert time.monotonic() < deadline, (tmp / "serve.log").read_text()
-        time.sleep(0.1)
-    try:
-        yield base
-        log = (tmp / "serve.log").read_text(errors="replace")
+    env = service_env(valkey_server, tmp / "data", OTLP_DISCOVER_INSTANCES="true")
+    with replica_process(env, tmp / "serve.log") as service:
+        yield service.url
+        log = service.log_path.read_text(errors="replace")
         assert "Traceback" not in log, log[-4000:]
-    finally:
-        stop_process(process)
 
 
 def post(base: str, path: str, content: bytes | str, content_type: str) -> httpx.Response:

@@ -10,19 +10,17 @@ own (tests/connections, tests/webhooks, tests/system/test_hostile_input.py).
 """
 
 import json
-import os
 import re
 import subprocess
 import sys
-import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.fixtures.app import free_port
-from tests.fixtures.replica_processes import start_service, stop_process
+from tests.fixtures.replica_processes import replica_process, service_env
 from tests.fixtures.servers import RunningServer, ServerFactory
 
 pytestmark = pytest.mark.timeout(900)
@@ -39,37 +37,13 @@ EXAMPLES = 20
 
 
 @pytest.fixture
-def served(server_factory: ServerFactory, shared_postgres: dict[str, Any], tmp_path: Path) -> Any:
+def served(
+    server_factory: ServerFactory, shared_postgres: dict[str, Any], tmp_path: Path
+) -> Iterator[tuple[str, Path]]:
     watched: RunningServer = server_factory.start("valkey")
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("STORAGE_", "DB_"))}
-    env |= {
-        **{k: str(v) for k, v in shared_postgres.items()},
-        "DB_HOST": watched.host,
-        "DB_PORT": str(watched.port),
-        "PORT": str(port),
-        "BIND_HOST": "127.0.0.1",
-        "WORKSPACE_DISABLED": "true",
-        "ENTITLEMENT_URL": "http://127.0.0.1:9",
-        "RELEASES_URL": "http://127.0.0.1:9",
-        "SVC_DATA_DIR": str(tmp_path / "data"),
-    }
-    process = start_service(env, tmp_path / "serve.log")
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if httpx.get(f"{base}/api/health", timeout=2).status_code == 200:
-                break
-        except httpx.TransportError:
-            pass
-        assert process.poll() is None, (tmp_path / "serve.log").read_text()
-        assert time.monotonic() < deadline, (tmp_path / "serve.log").read_text()
-        time.sleep(0.1)
-    try:
-        yield base, tmp_path / "serve.log"
-    finally:
-        stop_process(process)
+    env = service_env(watched, tmp_path / "data", **shared_postgres)
+    with replica_process(env, tmp_path / "serve.log") as service:
+        yield service.url, service.log_path
 
 
 def without_dialling(document: dict[str, Any]) -> dict[str, Any]:
