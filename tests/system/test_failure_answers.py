@@ -29,7 +29,10 @@ async def timed_health(app: RunningApp) -> tuple[float, dict[str, object]]:
 
 
 async def test_a_hung_server_leaves_health_fast_and_truthful_and_live_routes_at_503(
-    memory_app_factory: AppFactory, server_factory: ServerFactory, watched: RunningServer
+    memory_app_factory: AppFactory,
+    server_factory: ServerFactory,
+    watched: RunningServer,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     async with memory_app_factory(DB_HOST=watched.host, DB_PORT=watched.port) as app:
         elapsed, body = await timed_health(app)
@@ -61,12 +64,17 @@ async def test_a_hung_server_leaves_health_fast_and_truthful_and_live_routes_at_
             assert "did not answer" in info.json()["message"]
         finally:
             server_factory.resume(watched)
+        resumed = time.monotonic()
 
         async def back() -> None:
             _, body = await timed_health(app)
             assert body["status"] == "ok", body
 
         await eventually(back, timeout_s=10)
+        # Back on its own within two INFO intervals (1 s each) of the server answering.
+        assert time.monotonic() - resumed < 2.0
+    logged = [r.getMessage() for r in caplog.records if r.exc_info]
+    assert logged == [], logged  # expected failures are one line each, never a traceback
 
 
 async def test_a_killed_server_gets_503_naming_it_on_a_connection_kept_open(

@@ -24,6 +24,7 @@ from tests.fixtures.replica_processes import eventually
 from tests.fixtures.servers import RunningServer
 
 HEALTH_P99_S = 0.25
+RECOVERY_S = 2.0  # two INFO intervals at the defaults
 
 
 class Writer:
@@ -99,7 +100,9 @@ async def test_postgres_killed_and_restarted_under_writes(
             await asyncio.sleep(0.3)
             assert len(writer.acknowledged) > before
 
+        ended = time.monotonic()
         await eventually(writes_again, timeout_s=5)
+        assert time.monotonic() - ended < RECOVERY_S
         stop.set()
         await load
 
@@ -181,12 +184,14 @@ async def test_sqlite_on_a_full_disk(
             assert body["status"] == "degraded"
             assert "full" in body["storage"]["error"]
             filler.unlink()
+            ended = time.monotonic()
 
             async def writes_again() -> None:
                 await writer.once()
                 assert writer.statuses[-1] == 201, writer.statuses
 
             await eventually(writes_again, timeout_s=10)
+            assert time.monotonic() - ended < RECOVERY_S
             listed = {c["id"] for c in (await app.client.get("/api/connections")).json()}
         assert 500 not in writer.statuses
         assert set(writer.acknowledged) <= listed
