@@ -190,6 +190,7 @@ class TestTheSpecTable:
             "svc_otlp_export_last_success_timestamp_seconds",
             "svc_replica_polled_connections",
             "svc_replica_heartbeat_age_seconds",
+            "svc_info_values_rejected_total",
         }
         for name in exposed_names():
             if name.startswith("svc_poll_duration_seconds"):
