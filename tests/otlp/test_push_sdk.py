@@ -228,3 +228,66 @@ async def test_without_the_token_the_sdk_is_refused_and_nothing_is_recorded(
     listed = (await client.get(f"/api/connections/{made.json()['id']}")).json()
     assert listed["engine"]["status"] == "disconnected"
     assert listed["lastPushAt"] is None
+
+
+async def test_the_sdk_configured_with_only_the_standard_variables_exports_with_no_failure(
+    served: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As the OpenTelemetry documentation sets a service up: the base endpoint and the
+    header in the environment, nothing in code. The SDK posts metrics to `<base>/v1/metrics`
+    and spans to `<base>/v1/traces`, gzip-compressed here as a Collector would."""
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.metrics.export import MetricExportResult
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
+
+    client = served.client
+    made = await client.post(
+        "/api/connections", json={"source": "push", "host": "10.1.2.3", "port": 6392}
+    )
+    assert made.status_code == 201, made.text
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", served.base)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", f"Authorization=Bearer%20{TOKEN}")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip")
+
+    results: list[MetricExportResult] = []
+
+    class Recording(OTLPMetricExporter):
+        def export(self, *args: Any, **kwargs: Any) -> MetricExportResult:
+            result = super().export(*args, **kwargs)
+            results.append(result)
+            return result
+
+    reader = PeriodicExportingMetricReader(Recording(), export_interval_millis=math.inf)
+    resource = Resource.create({"server.address": "10.1.2.3", "server.port": "6392"})
+    provider = MeterProvider(resource=resource, metric_readers=[reader])
+    provider.get_meter("x").create_observable_gauge(
+        "redis.memory.used", callbacks=[lambda _: [Observation(4096)]]
+    )
+    spans: list[SpanExportResult] = []
+
+    class RecordingSpans(OTLPSpanExporter):
+        def export(self, batch: Any) -> SpanExportResult:
+            result = super().export(batch)
+            spans.append(result)
+            return result
+
+    tracer_provider = TracerProvider(resource=Resource.create({"service.name": "checkout"}))
+    tracer_provider.add_span_processor(SimpleSpanProcessor(RecordingSpans()))
+    try:
+        assert await asyncio.to_thread(provider.force_flush, 10_000)
+
+        def one_span() -> None:  # exported as it ends, synchronously: off the served loop
+            with tracer_provider.get_tracer("@svc/checkout").start_as_current_span("GET /cart"):
+                pass
+
+        await asyncio.to_thread(one_span)
+    finally:
+        provider.shutdown()
+        tracer_provider.shutdown()
+    assert results == [MetricExportResult.SUCCESS]
+    assert spans == [SpanExportResult.SUCCESS]
+    listed = (await client.get(f"/api/connections/{made.json()['id']}")).json()
+    assert listed["engine"]["status"] == "connected"
+    page = await client.get("/", headers={"X-Connection-Id": made.json()["id"]})
+    assert page.status_code == 200

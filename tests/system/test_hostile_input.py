@@ -89,7 +89,7 @@ async def test_an_unknown_otlp_path_is_a_404_in_the_otlp_error_shape(
 ) -> None:
     from google.rpc.status_pb2 import Status
 
-    for path in ("/v1/metrics", "/v1/logs", "/v1/no/such/signal"):
+    for path in ("/v1/logs", "/v1/no/such/signal"):
         as_json = await api.client.request(
             method, path, content=b"{}", headers={"Content-Type": "application/json"}
         )

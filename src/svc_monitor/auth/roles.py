@@ -53,6 +53,11 @@ RULES: dict[str, Access] = {
     # OTLP receivers: collectors carry no session; OTEL_INGEST_TOKEN guards them instead.
     "POST /v1/traces": PUBLIC,
     "POST /v1/external/metrics": PUBLIC,
+    "POST /v1/metrics": PUBLIC,
+    "GET /v1/metrics": PUBLIC,
+    "PUT /v1/metrics": PUBLIC,
+    "PATCH /v1/metrics": PUBLIC,
+    "DELETE /v1/metrics": PUBLIC,
     # their other methods: a 405 naming POST
     "GET /v1/traces": PUBLIC,
     "PUT /v1/traces": PUBLIC,

@@ -73,9 +73,12 @@ async def receive_traces(request: Request) -> Response:
     )
 
 
+@router.post("/v1/metrics", openapi_extra=_BODY, responses=_ANSWERS)
 @router.post("/v1/external/metrics", openapi_extra=_BODY, responses=_ANSWERS)
 async def receive_metrics(request: Request) -> Response:
-    """OTLP/HTTP metrics export from a Collector watching an instance we cannot reach.
+    """OTLP/HTTP metrics export from a Collector watching an instance we cannot reach, at
+    the standard path (an SDK or Collector given only `OTEL_EXPORTER_OTLP_ENDPOINT=<base>`
+    posts to `<base>/v1/metrics`) and at `/v1/external/metrics`: same rules, same token.
     `redis.*`/`valkey.*` gauges and cumulative sums are matched to a push connection by
     `service.instance.id` or `server.address` + `server.port`; each point not taken is
     counted by reason in `partialSuccess.errorMessage`
@@ -105,6 +108,7 @@ OTHER_METHODS = ["GET", "PUT", "PATCH", "DELETE"]
 
 
 @router.api_route("/v1/traces", methods=OTHER_METHODS, include_in_schema=False)
+@router.api_route("/v1/metrics", methods=OTHER_METHODS, include_in_schema=False)
 @router.api_route("/v1/external/metrics", methods=OTHER_METHODS, include_in_schema=False)
 async def only_post(request: Request) -> JSONResponse:
     message = f"{request.method} is not allowed here; OTLP exports are POSTed"
@@ -195,8 +199,10 @@ def _encoding_of(request: Request) -> Encoding | None:
 async def read_body(request: Request, limit: int = MAX_BODY_BYTES) -> bytes:
     """The decompressed body, refused (413) as soon as it would pass `limit`."""
     coding = request.headers.get("content-encoding", "identity").strip().lower()
-    if coding not in ("identity", "", "gzip", "x-gzip", "deflate"):
-        raise IngestRefused(415, f"Content-Encoding {coding!r} is not supported (gzip, deflate)")
+    if coding not in ("identity", "", "gzip", "x-gzip", "deflate", "zstd"):
+        raise IngestRefused(
+            415, f"Content-Encoding {coding!r} is not supported (gzip, deflate, zstd)"
+        )
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise IngestRefused(413, _too_large(limit))
@@ -207,7 +213,26 @@ async def read_body(request: Request, limit: int = MAX_BODY_BYTES) -> bytes:
             raise IngestRefused(413, _too_large(limit))
     if coding in ("identity", ""):
         return bytes(raw)
+    if coding == "zstd":
+        return unzstd(raw, limit=limit)
     return inflate(raw, gzip=coding != "deflate", limit=limit)
+
+
+def unzstd(data: bytes | bytearray, *, limit: int = MAX_BODY_BYTES) -> bytes:
+    """Decompress one zstd frame, reading at most `limit` + 1 bytes of output: a bomb is
+    refused (413) with no more than that held."""
+    import io
+
+    import zstandard
+
+    try:
+        with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(bytes(data))) as reader:
+            out = reader.read(limit + 1)
+    except zstandard.ZstdError as exc:
+        raise IngestRefused(400, f"The zstd body is not valid: {exc}") from None
+    if len(out) > limit:
+        raise IngestRefused(413, _too_large(limit))
+    return out
 
 
 def inflate(data: bytes | bytearray, *, gzip: bool, limit: int = MAX_BODY_BYTES) -> bytes:
