@@ -25,6 +25,7 @@ from svc_monitor.licensing.store import SharedLicenseStore
 from svc_monitor.licensing.telemetry import UsageTelemetry
 from svc_monitor.notifications.service import AlertStates, SharedAlerts
 from svc_monitor.notifications.store import AlertStateStore
+from svc_monitor.otlp.export.exporter_options import signal_options
 from svc_monitor.otlp.export.stats import ExportStats
 from svc_monitor.otlp.export.transport import OtlpTransport
 from svc_monitor.otlp.ingest.discovery import DiscoveredInstances
@@ -87,7 +88,12 @@ def build_services(settings: Settings, *, clock: Callable[[], float] = time.time
     otlp_stats = ExportStats()
     endpoint = settings.OTEL_EXPORTER_OTLP_ENDPOINT
     otlp_transport = (
-        OtlpTransport(endpoint) if endpoint and settings.OTEL_TELEMETRY_ENABLED else None
+        OtlpTransport(
+            endpoint,
+            options={s: signal_options(settings, s) for s in ("metrics", "logs")},
+        )
+        if endpoint and settings.OTEL_TELEMETRY_ENABLED
+        else None
     )
     # What must survive a takeover: alerts firing, instances reported down.
     shared_alerts = SharedAlerts(AlertStateStore(db) if db.shared else None)

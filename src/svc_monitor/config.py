@@ -24,6 +24,7 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from svc_monitor.kit.header_list import parse_headers
 from svc_monitor.kit.pem import check_certificates, check_private_key, key_matches
 from svc_monitor.kit.public_keys import PublicKeyError, load_public_key
 
@@ -187,6 +188,17 @@ class Settings(BaseSettings):
     OTEL_METRICS_STALE_AFTER_MS: Annotated[int, Field(ge=60000)] = 300000
     OTLP_DISCOVER_INSTANCES: bool = True
     OTEL_EXPORTER_OTLP_ENDPOINT: str | None = None
+    # The SDKs' standard exporter variables (otlp/export/exporter_options.py); a per-signal
+    # one takes precedence over the general one.
+    OTEL_EXPORTER_OTLP_HEADERS: SecretStr | None = None
+    OTEL_EXPORTER_OTLP_METRICS_HEADERS: SecretStr | None = None
+    OTEL_EXPORTER_OTLP_LOGS_HEADERS: SecretStr | None = None
+    OTEL_EXPORTER_OTLP_COMPRESSION: Literal["gzip", "none"] | None = None
+    OTEL_EXPORTER_OTLP_METRICS_COMPRESSION: Literal["gzip", "none"] | None = None
+    OTEL_EXPORTER_OTLP_LOGS_COMPRESSION: Literal["gzip", "none"] | None = None
+    OTEL_EXPORTER_OTLP_TIMEOUT: Annotated[int, Field(ge=1, le=600_000)] | None = None
+    OTEL_EXPORTER_OTLP_METRICS_TIMEOUT: Annotated[int, Field(ge=1, le=600_000)] | None = None
+    OTEL_EXPORTER_OTLP_LOGS_TIMEOUT: Annotated[int, Field(ge=1, le=600_000)] | None = None
     OTEL_TELEMETRY_ENABLED: bool = True
     OTEL_EVENTS_ENABLED: bool = True
     OTEL_METRICS_EXPORT_INTERVAL_MS: Annotated[int, Field(ge=1000)] = 15000
@@ -207,6 +219,17 @@ class Settings(BaseSettings):
             )
             return ExportMode.MIRROR
         return value.strip().lower() if isinstance(value, str) else value
+
+    @field_validator(
+        "OTEL_EXPORTER_OTLP_HEADERS",
+        "OTEL_EXPORTER_OTLP_METRICS_HEADERS",
+        "OTEL_EXPORTER_OTLP_LOGS_HEADERS",
+    )
+    @classmethod
+    def _headers_parse(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None:
+            parse_headers(value.get_secret_value())
+        return value
 
     @field_validator("TRUSTED_PROXIES")
     @classmethod
@@ -243,6 +266,15 @@ class Settings(BaseSettings):
         "OTEL_INGEST_TOKEN",
         "PROMETHEUS_BEARER_TOKEN",
         "OTEL_EXPORTER_OTLP_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_HEADERS",
+        "OTEL_EXPORTER_OTLP_METRICS_HEADERS",
+        "OTEL_EXPORTER_OTLP_LOGS_HEADERS",
+        "OTEL_EXPORTER_OTLP_COMPRESSION",
+        "OTEL_EXPORTER_OTLP_METRICS_COMPRESSION",
+        "OTEL_EXPORTER_OTLP_LOGS_COMPRESSION",
+        "OTEL_EXPORTER_OTLP_TIMEOUT",
+        "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT",
+        "OTEL_EXPORTER_OTLP_LOGS_TIMEOUT",
         "LOCAL_RETENTION_DAYS",
         mode="before",
     )

@@ -1,7 +1,8 @@
 """One OTLP/HTTP client for both exports (`/v1/metrics` and `/v1/logs`).
 
 Protobuf bodies, gzip (what the Collector's own `otlphttp` exporter sends by default, and
-what every OTLP receiver must accept), one aiohttp session with keep-alive. aiohttp, as
+what every OTLP receiver must accept) unless OTEL_EXPORTER_OTLP_COMPRESSION says none, the
+headers the standard variables add, one aiohttp session with keep-alive. aiohttp, as
 webhooks/sender.py explains, and imported on the first push, so an install that exports
 nothing never loads it. No retries here: the next interval's push carries newer values,
 which is what a retry would have sent.
@@ -13,9 +14,12 @@ carry credentials (`https://user:token@collector/`), so error texts never includ
 import asyncio
 import gzip
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
+
+from svc_monitor.otlp.export.exporter_options import SignalOptions
 
 if TYPE_CHECKING:
     import aiohttp
@@ -45,9 +49,18 @@ class PostResult:
 class OtlpTransport:
     """Posts serialized OTLP messages to `<endpoint>/v1/<signal>`."""
 
-    def __init__(self, endpoint: str, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+    def __init__(
+        self,
+        endpoint: str,
+        *,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        options: Mapping[str, SignalOptions] | None = None,
+    ) -> None:
         self._base = endpoint.rstrip("/")
         self._timeout_s = timeout_s
+        # By signal ("metrics", "logs"): the headers, compression and timeout the
+        # standard exporter variables ask for (exporter_options.py).
+        self._options = dict(options or {})
         self._session: aiohttp.ClientSession | None = None
         self._closed = False
 
@@ -69,13 +82,19 @@ class OtlpTransport:
     ) -> PostResult:
         """POST a serialized Export*ServiceRequest to `path` (e.g. "/v1/metrics")."""
         started = time.perf_counter()
-        body = gzip.compress(message_bytes, compresslevel=6)
-        headers = {
-            "Content-Type": CONTENT_TYPE,
-            "Content-Encoding": "gzip",
-            "User-Agent": USER_AGENT,
-        }
-        limit = self._timeout_s if timeout_s is None else timeout_s
+        options = self._options.get(path.rstrip("/").rsplit("/", 1)[-1])
+        compress = options is None or options.gzip
+        # The operator's headers first: ours describe the body and must win.
+        headers = dict(options.headers) if options is not None else {}
+        headers |= {"Content-Type": CONTENT_TYPE, "User-Agent": USER_AGENT}
+        if compress:
+            body = gzip.compress(message_bytes, compresslevel=6)
+            headers["Content-Encoding"] = "gzip"
+        else:
+            body = message_bytes
+        limit = self._timeout_s if options is None else options.timeout_s
+        if timeout_s is not None:
+            limit = min(limit, timeout_s)
         try:
             async with asyncio.timeout(limit):
                 status, reply, text = await self._send(self.url(path), headers, body)
