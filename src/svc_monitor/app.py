@@ -328,6 +328,7 @@ async def _stop(app: FastAPI, services: Services) -> None:
             await features.anomaly.save_baselines(everything=True)
         except Exception as exc:
             logger.warning("anomaly baselines not saved at stop: %s", exc)
+    await services.health.close()  # probes of hung servers, before their clients close
     await services.live.close()
     if services.otlp_transport is not None:
         await services.otlp_transport.close()

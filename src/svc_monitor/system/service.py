@@ -75,6 +75,15 @@ class HealthService:
             database=database,
         )
 
+    async def close(self) -> None:
+        """Cancel the probes still waiting on a server (one that hangs), before the engine
+        clients close: left running, one would outlive them with its socket open."""
+        tasks = [task for task, _ in self._probes.values() if not task.done()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._probes.clear()
+
     def _storage_answered(self) -> StorageHealth:
         writes = self._db.write_health
         return StorageHealth(
