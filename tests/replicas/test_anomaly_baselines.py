@@ -182,7 +182,14 @@ async def test_a_clean_handover_between_replicas_keeps_the_baseline(
             anomaly = first.app.state.features.anomaly
             await anomaly.save_baselines(everything=True)
             saved = {b.metric: b for b in anomaly.buffers((await owned_by(first))[0])}
-            shown = await memory_buffer(second)
+
+            async def shown_elsewhere() -> dict[str, Any]:
+                # Once the second has seen the first hold it (its next lease round).
+                shown = await memory_buffer(second)
+                assert shown["samples"], shown
+                return shown
+
+            shown = await eventually(shown_elsewhere, timeout_s=5)
             # Read after the save: the first may have judged a poll or two more since.
             assert saved["memory_used"].samples - 2 <= shown["samples"] >= 60, shown
             assert shown["samples"] <= saved["memory_used"].samples, shown
@@ -194,8 +201,14 @@ async def test_a_clean_handover_between_replicas_keeps_the_baseline(
                 return time.monotonic()
 
             owned_at = await eventually(owns, timeout_s=15)
-            memory = await memory_buffer(second)
+
+            async def carried_on() -> dict[str, Any]:
+                # The lease shows a moment before the supervisor has read the baseline.
+                memory = await memory_buffer(second)
+                assert memory["ready"], memory
+                return memory
+
+            memory = await eventually(carried_on, timeout_s=1.5)
             # Its own polls (10 a second) could not have gathered that many yet.
             assert time.monotonic() - owned_at < 2
-            assert memory["ready"], memory
             assert memory["samples"] >= 60, memory
