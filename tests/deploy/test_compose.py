@@ -16,7 +16,7 @@ import yaml
 from pydantic import ValidationError
 
 from svc_monitor.config import Settings, StorageType
-from tests.deploy.test_entrypoint import runtime_stage
+from tests.deploy.image import runtime_stage
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"

@@ -8,7 +8,6 @@ own network namespace) and its outbound URLs point where nothing listens.
 """
 
 import itertools
-import json
 import os
 import re
 import shlex
@@ -26,55 +25,23 @@ from pathlib import Path
 import httpx
 import psutil
 import pytest
-from dockerfile_parse import DockerfileParser  # type: ignore[import-untyped]
 
+from tests.deploy.image import (
+    DOCKERFILE,
+    IMAGE_DATA_DIR,
+    IMAGE_VENV,
+    IMAGE_WORKDIR,
+    RuntimeStage,
+    runtime_stage,
+)
 from tests.fixtures.app import LOOPBACK_NOWHERE, free_port
 from tests.fixtures.servers import HOST, RunningServer
 
 pytestmark = pytest.mark.slow
 
-DOCKERFILE = Path(__file__).resolve().parents[2] / "Dockerfile"
-IMAGE_VENV = "/opt/venv"
-IMAGE_DATA_DIR = "/app/data"
-IMAGE_WORKDIR = "/app"
-# python:3.11-slim's own PATH, which the runtime stage extends.
-BASE_PATH = "/usr/local/bin:/usr/local/sbin:/usr/sbin:/usr/bin:/sbin:/bin"
 READY_TIMEOUT_S = 20.0
 EXIT_TIMEOUT_S = 10.0
 POLL_S = 0.1
-
-
-@dataclass(frozen=True)
-class RuntimeStage:
-    env: dict[str, str]
-    user: str
-    command: list[str]
-    healthcheck_options: dict[str, str]
-    healthcheck: list[str]
-    exposed: list[str]
-
-
-def runtime_stage() -> RuntimeStage:
-    """The last stage's instructions, as Docker would apply them."""
-    parser = DockerfileParser(str(DOCKERFILE), env_replace=True, parent_env={"PATH": BASE_PATH})
-    last: dict[str, str] = {}
-    exposed: list[str] = []
-    for instruction in parser.structure:
-        if instruction["instruction"] == "FROM":
-            last, exposed = {}, []
-        elif instruction["instruction"] == "EXPOSE":
-            exposed += instruction["value"].split()
-        else:
-            last[instruction["instruction"]] = instruction["value"]
-    options, _, check = last["HEALTHCHECK"].partition("CMD ")
-    return RuntimeStage(
-        env=dict(parser.envs),
-        user=last["USER"],
-        command=json.loads(last["ENTRYPOINT"]) + json.loads(last["CMD"]),
-        healthcheck_options=dict(re.findall(r"--([a-z-]+)=(\S+)", options)),
-        healthcheck=json.loads(check),
-        exposed=exposed,
-    )
 
 
 def here(value: str, *, data_dir: Path) -> str:
@@ -205,6 +172,7 @@ class TestDockerfile:
         assert stage.user == "1001"
         assert stage.command == ["svc-monitor", "serve"]
         assert stage.env["SVC_DATA_DIR"] == IMAGE_DATA_DIR
+        assert stage.workdir == IMAGE_WORKDIR
         assert stage.env["STORAGE_SQLITE_FILEPATH"].startswith(IMAGE_DATA_DIR + "/")
         assert stage.exposed == [stage.env["PORT"]]
         assert stage.healthcheck_options["interval"] == "30s"
