@@ -63,15 +63,17 @@ def hidden_ancestors(paths: list[Path]) -> list[tuple[Path, Path]]:
     return found
 
 
-def as_image_user(user: str, *, mounts: Path) -> list[str]:
+def as_image_user(user: str, *, mounts: Path, writable: Path | None = None) -> list[str]:
     """The prefix that runs a command as the image's USER: setpriv when we are root, as
     ourselves otherwise (not root either, which is what is being tested).
 
-    In the image, Python and the venv sit in world-readable /usr/local and /opt. Here they
-    may sit under a directory closed to other users (root's home, for a pyenv Python): then
-    the command runs in a mount namespace of its own where that directory is an open tmpfs
-    holding the needed child bind-mounted, so the image's user reads what it would read in
-    the image and nothing more. The PID stays the service's: each step execs the next."""
+    With `writable`, the command runs as Kubernetes' readOnlyRootFilesystem runs it: in a
+    mount namespace of its own where the root file system is read-only and `writable` (the
+    data volume) is not. In the image, Python and the venv sit in world-readable /usr/local
+    and /opt; here they may sit under a directory closed to other users (root's home, for a
+    pyenv Python): that directory is then an open tmpfs in the namespace, holding the needed
+    child bind-mounted, so the image's user reads what it would read in the image. The PID
+    stays the service's: each step execs the next."""
     if os.geteuid() != 0:
         return []
     setpriv = [shutil.which("setpriv") or "setpriv", f"--reuid={user}", f"--regid={user}"]
@@ -79,18 +81,20 @@ def as_image_user(user: str, *, mounts: Path) -> list[str]:
     hidden = hidden_ancestors(
         [Path(os.path.realpath(sys.executable)), Path(sys.base_prefix), Path(sys.prefix)]
     )
-    if not hidden:
-        return setpriv
     steps = []
     for index, (_, child) in enumerate(hidden):
-        steps.append(
-            f"mkdir -p {mounts}/{index} && mount --bind {shlex.quote(str(child))} {mounts}/{index}"
-        )
+        staged = shlex.quote(str(mounts / str(index)))
+        steps.append(f"mkdir -p {staged} && mount --bind {shlex.quote(str(child))} {staged}")
     for parent in dict.fromkeys(parent for parent, _ in hidden):
         steps.append(f"mount -t tmpfs -o mode=0755 tmpfs {shlex.quote(str(parent))}")
     for index, (_, child) in enumerate(hidden):
         quoted = shlex.quote(str(child))
-        steps.append(f"mkdir -p {quoted} && mount --bind {mounts}/{index} {quoted}")
+        steps.append(f"mkdir -p {quoted} && mount --bind {mounts / str(index)} {quoted}")
+    if writable is not None:
+        quoted = shlex.quote(str(writable))
+        steps.append(f"mount --bind {quoted} {quoted} && mount -o remount,bind,ro /")
+    if not steps:
+        return setpriv
     script = " && ".join(steps) + ' && exec "$@"'
     unshare = shutil.which("unshare") or "unshare"
     return [unshare, "--mount", "--propagation", "private", "sh", "-ec", script, "sh", *setpriv]
@@ -190,7 +194,7 @@ class TestDockerfile:
 
 
 class TestEntrypoint:
-    def test_image_command_serves_as_uid_1001_and_passes_its_healthcheck(
+    def test_image_command_serves_as_uid_1001_on_a_read_only_root_and_passes_its_healthcheck(
         self, image_layout: Layout, valkey_server: RunningServer
     ):
         stage = runtime_stage()
@@ -201,7 +205,9 @@ class TestEntrypoint:
         with log.open("wb") as out:
             process = subprocess.Popen(
                 [
-                    *as_image_user(stage.user, mounts=image_layout.mounts),
+                    *as_image_user(
+                        stage.user, mounts=image_layout.mounts, writable=image_layout.data_dir
+                    ),
                     executable,
                     *stage.command[1:],
                 ],
@@ -215,7 +221,8 @@ class TestEntrypoint:
             wait_healthy(process, int(env["PORT"]), log)
             assert psutil.Process(process.pid).uids().effective == image_layout.uid
             assert run_healthcheck(stage, env, image_layout) == 0
-            # SQLite by default, in the data directory, owned by the image's user.
+            # SQLite by default, in the data directory (the one place it may write),
+            # owned by the image's user.
             database = image_layout.data_dir / "audit.db"
             assert database.stat().st_uid == image_layout.uid
             process.send_signal(signal.SIGTERM)
