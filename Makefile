@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint bench bench-quick clean
+.PHONY: install run test lint docs bench bench-quick clean
 
 install: $(STAMP)
 
@@ -28,6 +28,11 @@ lint: install
 	$(BIN)/mypy src tests bench scripts
 	$(BIN)/lint-imports --no-cache
 
+# The docs site into site/ (open site/index.html); --strict turns a broken link into a failure.
+# The two variables silence the theme's and a plugin's banners about MkDocs' future.
+docs: install
+	NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true $(BIN)/mkdocs build --strict --site-dir site
+
 # Every script in bench/ at its own sizes, one after another: the figures the README quotes.
 bench: install
 	$(BIN)/python bench/run_all.py
@@ -37,4 +42,4 @@ bench-quick: install
 	$(BIN)/python bench/run_all.py --quick
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache site
