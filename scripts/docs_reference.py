@@ -19,7 +19,7 @@ from pydantic.fields import FieldInfo
 
 from svc_monitor.config import Settings
 from svc_monitor.event_types.table import EVENT_TYPES
-from svc_monitor.otlp.ingest.collector_config import TOKEN_VARIABLE, collector_config
+from svc_monitor.otlp.ingest.collector_config import TOKEN_VARIABLE, Engine, collector_config
 from svc_monitor.prometheus.catalogue import FAMILIES, Family, sample_names
 
 # Pages under docs/ that the generator writes (none exists as a file in the repository).
@@ -38,8 +38,8 @@ _FIELD = re.compile(r"^\s*(?P<name>[A-Z][A-Z0-9_]*)\s*:")
 
 
 def _cell(text: str) -> str:
-    """Text that cannot break a Markdown table row."""
-    return text.replace("|", "\\|").replace("\n", " ")
+    """Text on one line that cannot break a Markdown table row."""
+    return " ".join(text.split()).replace("|", "\\|")
 
 
 def _sections() -> dict[str, str]:
@@ -212,7 +212,7 @@ def events_page() -> str:
     return "\n".join(lines) + "\n"
 
 
-def example_collector_config(engine: Literal["redis", "valkey"]) -> str:
+def example_collector_config(engine: Engine) -> str:
     """What the push tab shows for the example instance, with a token set."""
     return collector_config(
         host=EXAMPLE_HOST,
@@ -235,7 +235,7 @@ def collector_page() -> str:
         "Ask your own svc-monitor for yours, with your host, port and version filled in:",
         "",
         "```sh",
-        f"curl -H 'Authorization: Bearer svc_pat_...' \\",
+        "curl -H 'Authorization: Bearer svc_pat_...' \\",
         f"  '{EXAMPLE_SERVICE_URL}/api/otlp/collector-config?host={EXAMPLE_HOST}"
         f"&port={EXAMPLE_PORT}&engine=valkey&valkeyVersion=9.0.0'",
         "```",
@@ -244,8 +244,16 @@ def collector_page() -> str:
         "`OTEL_INGEST_TOKEN`. Step by step: [Push from an OpenTelemetry",
         "Collector](../guides/push-from-collector.md).",
     ]
-    for engine, title in (("valkey", "Valkey"), ("redis", "Redis")):
-        lines += ["", f"## {title}", "", "```yaml", example_collector_config(engine).rstrip(), "```"]
+    engines: tuple[tuple[Engine, str], ...] = (("valkey", "Valkey"), ("redis", "Redis"))
+    for engine, title in engines:
+        lines += [
+            "",
+            f"## {title}",
+            "",
+            "```yaml",
+            example_collector_config(engine).rstrip(),
+            "```",
+        ]
     return "\n".join(lines) + "\n"
 
 

@@ -8,7 +8,7 @@ import mkdocs_gen_files
 # mkdocs runs this file by path; the repository root makes `scripts` importable.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from scripts.docs_reference import PAGES  # noqa: E402
+from scripts.docs_reference import PAGES
 
 for page, build in PAGES.items():
     with mkdocs_gen_files.open(page, "w") as out:

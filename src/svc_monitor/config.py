@@ -93,7 +93,8 @@ class Settings(BaseSettings):
     STORAGE_TYPE: StorageType = StorageType.MEMORY
     """Where history, connections and settings are kept: memory, sqlite, postgres or turso."""
     STORAGE_URL: SecretStr | None = None
-    """Database URL; required for postgres (postgresql://) and turso (libsql://, https:// or file:)."""
+    """Database URL; required for postgres (postgresql://) and turso (libsql://, https:// or
+    file:)."""
     STORAGE_AUTH_TOKEN: SecretStr | None = None
     """Turso token: required for libsql://, refused for plain http://."""
     STORAGE_SQLITE_FILEPATH: Path = Path("./data/audit.db")
@@ -105,7 +106,8 @@ class Settings(BaseSettings):
     BIND_HOST: str = "0.0.0.0"  # ours: the address uvicorn listens on
     """Address the HTTP server listens on."""
     NODE_ENV: Literal["production", "development", "test"] = "production"
-    """production, development or test; outside production, webhooks may target loopback (and http:// in development)."""
+    """production, development or test; outside production, webhooks may target loopback (and
+    http:// in development)."""
     LOG_LEVEL: Literal["debug", "info", "warning", "error"] = "info"  # ours
     """debug, info, warning or error."""
 
@@ -124,7 +126,8 @@ class Settings(BaseSettings):
     ENGINE_COMMAND_TIMEOUT_MS: Annotated[int, Field(ge=100, le=300000)] = 5000
     """Reply timeout; connect + reply make one deadline for every call."""
     ENGINE_TLS_CA_FILE: Path | None = None  # extra CA bundle for instances behind TLS
-    """Extra CA bundle trusted for every TLS connection, beside the system store and each connection's tlsCaCert."""
+    """Extra CA bundle trusted for every TLS connection, beside the system store and each
+    connection's tlsCaCert."""
 
     # --- polling and history (ours: intervals the spec leaves open) ---
     HISTORY_SAMPLE_INTERVAL_MS: Annotated[int, Field(ge=100)] = 10000
@@ -138,7 +141,8 @@ class Settings(BaseSettings):
     # ours (the spec names none): ACL LIST + INFO commandstats per pass for acl.modified and
     # config.changed; CONFIG GET * only after a CONFIG SET was counted
     CONFIG_WATCH_INTERVAL_MS: Annotated[int, Field(ge=100)] = 10000
-    """How often ACL LIST and the CONFIG SET count are checked for acl.modified and config.changed."""
+    """How often ACL LIST and the CONFIG SET count are checked for acl.modified and
+    config.changed."""
 
     # --- secrets at rest ---
     ENCRYPTION_KEY: SecretStr | None = None
@@ -185,7 +189,8 @@ class Settings(BaseSettings):
     # /v1/cve-dataset; never asked when air-gapped), how often, and the dataset age in days
     # past which svc_cve_dataset_stale is 1.
     CVE_DATASET_URL: str | None = None
-    """Where CVE dataset updates come from; unset: ENTITLEMENT_URL + /v1/cve-dataset. Never asked when air-gapped."""
+    """Where CVE dataset updates come from; unset: ENTITLEMENT_URL + /v1/cve-dataset. Never asked
+    when air-gapped."""
     CVE_DATASET_UPDATE_INTERVAL_MS: Annotated[int, Field(ge=60000)] = 86400000
     """How often to ask for a CVE dataset update."""
     CVE_DATASET_MAX_AGE_DAYS: Annotated[int, Field(ge=1)] = 30
@@ -237,9 +242,11 @@ class Settings(BaseSettings):
 
     # --- users and access ---
     AUTH_SECRET: SecretStr | None = None
-    """Session signing secret (32+ characters); unset: a random key per process, so sessions end at restart."""
+    """Session signing secret (32+ characters); unset: a random key per process, so sessions end at
+    restart."""
     AUTH_PUBLIC_URL: str | None = None
-    """The public origin: pins the origin check, makes invitation links, marks cookies Secure when https."""
+    """The public origin: pins the origin check, makes invitation links, marks cookies Secure when
+    https."""
     AUTH_BROKER_URL: str = "https://auth.svc-monitor.io"
     """Third-party sign-in broker (GitHub, Google)."""
     AUTH_BROKER_PUBLIC_KEY: str | None = None
@@ -251,7 +258,8 @@ class Settings(BaseSettings):
     # With TRUST_PROXY: the proxies' addresses or networks, comma-separated; empty
     # believes X-Forwarded-* from any peer (the proxy is the only way in).
     TRUSTED_PROXIES: str = ""
-    """With TRUST_PROXY: the proxies' addresses or networks, comma-separated; empty believes any peer."""
+    """With TRUST_PROXY: the proxies' addresses or networks, comma-separated; empty believes any
+    peer."""
     WORKSPACE_DISABLED: bool = False
     """Turn user control off: no sign-in, no roles, full access for everyone."""
     MONITOR_REDACT_VALUES: bool = False
@@ -301,8 +309,9 @@ class Settings(BaseSettings):
     OTEL_METRICS_EXPORT_INTERVAL_MS: Annotated[int, Field(ge=1000)] = 15000
     """OTLP metrics export interval."""
     OTEL_METRICS_EXPORT_MODE: ExportMode = ExportMode.MIRROR
-    """mirror (scrape names, one resource) or semconv (one resource per node); anything else logs a warning and means mirror."""
-    # `full` adds the high-cardinality and diagnostic families (README, Prometheus).
+    """mirror (scrape names, one resource) or semconv (one resource per node); anything else logs a
+    warning and means mirror."""
+    # `full` adds the high-cardinality and diagnostic families (docs: Prometheus metrics).
     METRICS_EXPORT_PROFILE: Literal["standard", "full"] = "standard"
     """standard or full; full adds the high-cardinality and diagnostic families."""
     PROMETHEUS_STALENESS_MS: PositiveMs = 300000
