@@ -52,6 +52,9 @@ EXTERNAL_NAMES = frozenset(
 )
 # A name in capitals with underscores, alone in backticks (or as `NAME=value`).
 SETTING_LIKE = re.compile(r"`([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)(?:=[^`]*)?`")
+# A variable a shell example sets: `PORT=3002 ...`, `export STORAGE_TYPE=postgres`.
+ASSIGNED = re.compile(r"(?:^|[\s;(])([A-Z][A-Z0-9_]*)=", re.M)
+FENCE = re.compile(r"^```(?:sh|bash)\n(.*?)^```", re.M | re.S)
 # Not metric families: cookies and the personal token prefix.
 NOT_FAMILIES = frozenset({"svc_session", "svc_connection", "svc_broker_state", "svc_pat_"})
 FAMILY_LIKE = re.compile(r"`(svc_[a-z0-9_]+)")
@@ -144,7 +147,9 @@ class TestCollectorPage:
 class TestHandWrittenPages:
     @pytest.mark.parametrize("page", _hand_written_pages(), ids=lambda p: str(p.relative_to(DOCS)))
     def test_settings_named_exist(self, page: Path):
-        named = set(SETTING_LIKE.findall(page.read_text(encoding="utf-8")))
+        text = page.read_text(encoding="utf-8")
+        named = set(SETTING_LIKE.findall(text))
+        named |= {name for block in FENCE.findall(text) for name in ASSIGNED.findall(block)}
         unknown = named - set(Settings.model_fields) - EXTERNAL_NAMES
         assert not unknown, f"{page.name} names settings that do not exist: {sorted(unknown)}"
 
