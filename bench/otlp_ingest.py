@@ -222,7 +222,7 @@ async def in_process_monitor(
     app = create_app(settings, freeze_heap=True)
     # One request of 485 instances publishes ~1,000 readings at once: consumers that only
     # want ConnectionsChanged (queue of 100) warn of drops on every request. Not this
-    # figure's business; said in the README.
+    # figure's business.
     logging.getLogger("svc_monitor.events").setLevel(logging.ERROR)
     services: Services = app.state.services
     transport = httpx.ASGITransport(app=app)

@@ -202,7 +202,7 @@ def _parser() -> argparse.ArgumentParser:
     entitlement = commands.add_parser("entitlement", help="the entitlement server")
     entitlement_commands = entitlement.add_subparsers(dest="entitlement_command", required=True)
     entitlement_commands.add_parser(
-        "serve", help="start it on ENTITLEMENT_PORT (see the README for its environment)"
+        "serve", help="start it on ENTITLEMENT_PORT (its environment: docs/features/licensing.md)"
     )
     license_cmd = commands.add_parser("license", help="licence tools")
     license_commands = license_cmd.add_subparsers(dest="license_command", required=True)

@@ -55,7 +55,8 @@ class ExportMode(StrEnum):
 
 
 class Settings(BaseSettings):
-    """The service's configuration; see the README's table for every variable."""
+    """The service's configuration. Each field's docstring is its description, from which
+    the docs' configuration reference is generated."""
 
     model_config = SettingsConfigDict(
         env_file=None,
@@ -63,151 +64,261 @@ class Settings(BaseSettings):
         case_sensitive=True,
         frozen=True,
         validate_default=True,
+        use_attribute_docstrings=True,
     )
 
     # --- the default connection, created from these on the first start ---
     DB_HOST: str = "localhost"
+    """Host of the default connection, created on the first start."""
     DB_PORT: Port = 6379
+    """Port of the default connection."""
     DB_USERNAME: str = "default"
+    """ACL user of the default connection."""
     DB_PASSWORD: SecretStr | None = None
+    """Password of the default connection."""
     DB_TLS: bool = False
+    """TLS for the default connection."""
     # ours: PEM files whose text becomes the default connection's tlsCaCert, tlsCert and
     # tlsKey when it is created (first start), like DB_HOST; the API changes them later.
     DB_TLS_CA_FILE: Path | None = None
+    """PEM file whose text becomes the default connection's tlsCaCert when it is created."""
     DB_TLS_CERT_FILE: Path | None = None
+    """PEM client certificate for the default connection's mutual TLS (needs DB_TLS_KEY_FILE)."""
     DB_TLS_KEY_FILE: Path | None = None
+    """Unencrypted PEM private key of DB_TLS_CERT_FILE."""
     DB_TYPE: EngineTypeSetting = EngineTypeSetting.AUTO
+    """Forces the engine type of the default connection: auto, valkey or redis."""
 
     # --- storage ---
     STORAGE_TYPE: StorageType = StorageType.MEMORY
+    """Where history, connections and settings are kept: memory, sqlite, postgres or turso."""
     STORAGE_URL: SecretStr | None = None
+    """Database URL; required for postgres (postgresql://) and turso (libsql://, https:// or
+    file:)."""
     STORAGE_AUTH_TOKEN: SecretStr | None = None
+    """Turso token: required for libsql://, refused for plain http://."""
     STORAGE_SQLITE_FILEPATH: Path = Path("./data/audit.db")
+    """The SQLite file when STORAGE_TYPE=sqlite."""
 
     # --- HTTP server ---
     PORT: Port = 3001
+    """HTTP port."""
     BIND_HOST: str = "0.0.0.0"  # ours: the address uvicorn listens on
+    """Address the HTTP server listens on."""
     NODE_ENV: Literal["production", "development", "test"] = "production"
+    """production, development or test; outside production, webhooks may target loopback (and
+    http:// in development)."""
     LOG_LEVEL: Literal["debug", "info", "warning", "error"] = "info"  # ours
+    """debug, info, warning or error."""
 
     # --- replicas sharing one storage (ours) ---
     REPLICA_HEARTBEAT_MS: Annotated[int, Field(ge=100, le=60000)] = 2000
+    """How often this process refreshes its row in the replicas table."""
     REPLICA_TIMEOUT_MS: Annotated[int, Field(ge=300, le=600000)] = 10000
+    """A replica silent longer than this is gone (at least 3 x REPLICA_HEARTBEAT_MS)."""
     # How the other replicas and operators reach this one; default http://<hostname>:<PORT>
     REPLICA_ADDRESS: Annotated[str, Field(max_length=300)] | None = None
+    """How operators and the other replicas reach this one; default http://<hostname>:<PORT>."""
 
     # --- reaching instances (ours: the spec names no timeouts) ---
     ENGINE_CONNECT_TIMEOUT_MS: Annotated[int, Field(ge=100, le=60000)] = 3000
+    """Connect timeout to monitored instances."""
     ENGINE_COMMAND_TIMEOUT_MS: Annotated[int, Field(ge=100, le=300000)] = 5000
+    """Reply timeout; connect + reply make one deadline for every call."""
     ENGINE_TLS_CA_FILE: Path | None = None  # extra CA bundle for instances behind TLS
+    """Extra CA bundle trusted for every TLS connection, beside the system store and each
+    connection's tlsCaCert."""
 
     # --- polling and history (ours: intervals the spec leaves open) ---
     HISTORY_SAMPLE_INTERVAL_MS: Annotated[int, Field(ge=100)] = 10000
+    """How often INFO becomes a stored memory snapshot and stats sample."""
     SLOWLOG_POLL_INTERVAL_MS: Annotated[int, Field(ge=100)] = 10000
+    """SLOWLOG and COMMANDLOG polling interval."""
     COMMANDSTATS_POLL_INTERVAL_MS: Annotated[int, Field(ge=100)] = 15000
+    """INFO commandstats polling interval."""
     LATENCY_POLL_INTERVAL_MS: Annotated[int, Field(ge=100)] = 30000
+    """LATENCY LATEST / HISTOGRAM polling interval."""
     # ours (the spec names none): ACL LIST + INFO commandstats per pass for acl.modified and
     # config.changed; CONFIG GET * only after a CONFIG SET was counted
     CONFIG_WATCH_INTERVAL_MS: Annotated[int, Field(ge=100)] = 10000
+    """How often ACL LIST and the CONFIG SET count are checked for acl.modified and
+    config.changed."""
 
     # --- secrets at rest ---
     ENCRYPTION_KEY: SecretStr | None = None
+    """Master key (16+ characters) sealing stored passwords, TLS client keys and SSH secrets."""
     ENCRYPTION_KEK_SALT: Annotated[str, Field(min_length=1)] = "svc-kek-salt-v1"
+    """Salt of the key derivation from ENCRYPTION_KEY."""
     SVC_SSH_KEY_DIR: Path | None = None
+    """Directory of server-side SSH key files; unset disables key files."""
 
     # --- pollers and detectors (seed the runtime settings) ---
     AUDIT_POLL_INTERVAL_MS: PositiveMs = 60000
+    """ACL LOG polling interval (seeds the runtime setting auditPollIntervalMs)."""
     CLIENT_ANALYTICS_POLL_INTERVAL_MS: PositiveMs = 60000
+    """CLIENT LIST polling interval (seeds clientAnalyticsPollIntervalMs)."""
     ANOMALY_DETECTION_ENABLED: bool = True
+    """Anomaly detection (Pro)."""
     ANOMALY_POLL_INTERVAL_MS: PositiveMs = 1000
+    """INFO polling interval, which anomaly detection samples (seeds anomalyPollIntervalMs)."""
     ANOMALY_CACHE_TTL_MS: PositiveMs = 3600000
+    """Anomaly cache lifetime (seeds anomalyCacheTtlMs)."""
     ANOMALY_PROMETHEUS_INTERVAL_MS: PositiveMs = 30000
+    """Anomaly summary update interval (seeds anomalyPrometheusIntervalMs)."""
     # capacity forecasting (forecast/): the master switch, and the defaults of each
     # connection's per-metric settings until an admin saves its own (1 min - 24 h each)
     METRIC_FORECASTING_ENABLED: bool = True
+    """Capacity forecasting: forecasts, alerts and the time-to-limit gauge."""
     METRIC_FORECASTING_DEFAULT_ROLLING_WINDOW_MS: Annotated[
         int, Field(ge=60_000, le=86_400_000)
     ] = 21_600_000
+    """A metric's trend window until an admin saves its own."""
     METRIC_FORECASTING_DEFAULT_ALERT_THRESHOLD_MS: Annotated[
         int, Field(ge=60_000, le=86_400_000)
     ] = 7_200_000
+    """metric_forecast.limit fires when the time to the ceiling is this or less."""
     LOCAL_RETENTION_DAYS: Annotated[int, Field(ge=1)] | None = None
+    """History retention window in days; unset keeps everything."""
     KEY_ANALYTICS_SAMPLE_SIZE: Annotated[int, Field(ge=1)] = 10000
+    """Keys sampled per key analytics run (Pro)."""
     KEY_ANALYTICS_SCAN_BATCH_SIZE: Annotated[int, Field(ge=1)] = 1000
+    """SCAN batch size of key analytics."""
     KEY_ANALYTICS_INTERVAL_MS: PositiveMs = 300000
+    """Key analytics interval."""
     # CVE scanning (cve/): where dataset updates come from (unset: ENTITLEMENT_URL +
     # /v1/cve-dataset; never asked when air-gapped), how often, and the dataset age in days
     # past which svc_cve_dataset_stale is 1.
     CVE_DATASET_URL: str | None = None
+    """Where CVE dataset updates come from; unset: ENTITLEMENT_URL + /v1/cve-dataset. Never asked
+    when air-gapped."""
     CVE_DATASET_UPDATE_INTERVAL_MS: Annotated[int, Field(ge=60000)] = 86400000
+    """How often to ask for a CVE dataset update."""
     CVE_DATASET_MAX_AGE_DAYS: Annotated[int, Field(ge=1)] = 30
+    """Dataset age in days past which svc_cve_dataset_stale is 1."""
 
     # --- licensing, telemetry, updates ---
     SVC_LICENSE_KEY: SecretStr | None = None
+    """Online licence key, checked against ENTITLEMENT_URL."""
     SVC_OFFLINE_LICENSE: SecretStr | None = None
+    """Offline licence token; outranks every other offline source."""
     SVC_OFFLINE_LICENSE_FILE: Path | None = None
+    """Offline licence token file; default license-offline.jwt in SVC_DATA_DIR."""
     SVC_DATA_DIR: Path = Path("./data")
+    """Licence state: license.jwt, license-offline.jwt, license-clock.json (mode 0600)."""
     SVC_TELEMETRY: bool = True
+    """Anonymous daily telemetry; always off when air-gapped."""
     ENTITLEMENT_URL: str = "https://entitlement.svc-monitor.io"
+    """Entitlement server's base URL: licence check, telemetry, first source of the update check."""
     RELEASES_URL: str = "https://api.github.com/repos/svc-monitor/svc-monitor/releases/latest"
+    """Second source of the update check."""
     LICENSE_ALLOW_UNSIGNED: bool = False
+    """Accept a paid grant that comes without a signed token."""
     LICENSE_CACHE_TTL_MS: PositiveMs = 3600000
+    """How long the last online licence answer is used."""
     LICENSE_MAX_STALE_MS: PositiveMs = 604800000
+    """How long a saved signed licence outlives the check that fetched it."""
     LICENSE_TIMEOUT_MS: Annotated[int, Field(ge=100, le=120000)] = 10000
+    """Timeout of licence and update requests."""
     VERSION_CHECK_INTERVAL_MS: Annotated[int, Field(ge=60000)] = 3600000
+    """Update check interval."""
     LICENSE_SIGNING_PRIVATE_KEY: SecretStr | None = None  # entitlement server only
+    """Entitlement server only: PEM RSA private key (2048+ bits) that signs licence tokens."""
     LICENSE_SIGNING_KID: str | None = None  # entitlement server only
+    """Entitlement server only: the signing key's id, lic-YYYY-MM."""
 
     # --- experimental AI features ---
     AI_ENABLED: bool = False
+    """Experimental AI features."""
     OLLAMA_BASE_URL: str = "http://localhost:11434"
+    """Inference endpoint of the experimental AI features."""
     OLLAMA_KEEP_ALIVE: str = "24h"
+    """How long the inference endpoint keeps its model loaded (experimental AI features)."""
     AI_USE_LLM_CLASSIFICATION: bool = False
+    """Experimental AI features: classify with the language model."""
     LANCEDB_PATH: Path = Path("./data/lancedb")
+    """Experimental AI features: the vector store's directory."""
     VALKEY_DOCS_PATH: Path = Path("./data/valkey-docs")
+    """Experimental AI features: the Valkey documentation's directory."""
 
     # --- users and access ---
     AUTH_SECRET: SecretStr | None = None
+    """Session signing secret (32+ characters); unset: a random key per process, so sessions end at
+    restart."""
     AUTH_PUBLIC_URL: str | None = None
+    """The public origin: pins the origin check, makes invitation links, marks cookies Secure when
+    https."""
     AUTH_BROKER_URL: str = "https://auth.svc-monitor.io"
+    """Third-party sign-in broker (GitHub, Google)."""
     AUTH_BROKER_PUBLIC_KEY: str | None = None
+    """The broker's PEM public key (RSA 2048+ or Ed25519); turns third-party sign-in on."""
     AUTH_BROKER_DISABLED: bool = False
+    """Hide third-party sign-in; every broker route answers 404."""
     TRUST_PROXY: bool = False
+    """Behind a proxy: read X-Forwarded-For, -Proto and -Host."""
     # With TRUST_PROXY: the proxies' addresses or networks, comma-separated; empty
     # believes X-Forwarded-* from any peer (the proxy is the only way in).
     TRUSTED_PROXIES: str = ""
+    """With TRUST_PROXY: the proxies' addresses or networks, comma-separated; empty believes any
+    peer."""
     WORKSPACE_DISABLED: bool = False
+    """Turn user control off: no sign-in, no roles, full access for everyone."""
     MONITOR_REDACT_VALUES: bool = False
+    """Replace argument values in MONITOR captures with (redacted), keeping commands and keys."""
     SVC_UNSAFE_CLI: bool = False
+    """Allow write and admin commands in the browser CLI for admins and the owner."""
     ACTIVITY_RETENTION_DAYS: Annotated[int, Field(ge=1)] = 90
+    """Activity log retention, pruned at startup and daily."""
     CLOUD_MODE: bool = False
+    """Cloud mode; requires OTEL_INGEST_TOKEN."""
 
     # --- OTLP in and out ---
     OTEL_INGEST_ENABLED: bool = True
+    """The OTLP receivers (/v1/metrics, /v1/external/metrics, /v1/traces)."""
     OTEL_INGEST_TOKEN: SecretStr | None = None
+    """Bearer token the OTLP receivers require when set."""
     OTEL_METRICS_STALE_AFTER_MS: Annotated[int, Field(ge=60000)] = 300000
+    """How long a pushed value stays valid."""
     OTLP_DISCOVER_INSTANCES: bool = True
+    """Remember pushers with no connection, listed as discovered."""
     OTEL_EXPORTER_OTLP_ENDPOINT: str | None = None
+    """OTLP/HTTP collector base URL; set, metrics and events are exported there."""
     # The SDKs' standard exporter variables (otlp/export/exporter_options.py); a per-signal
     # one takes precedence over the general one.
     OTEL_EXPORTER_OTLP_HEADERS: SecretStr | None = None
+    """Extra export request headers: key=value pairs, comma-separated, values percent-encoded."""
     OTEL_EXPORTER_OTLP_METRICS_HEADERS: SecretStr | None = None
+    """Headers of the metrics export; outranks OTEL_EXPORTER_OTLP_HEADERS."""
     OTEL_EXPORTER_OTLP_LOGS_HEADERS: SecretStr | None = None
+    """Headers of the event (logs) export; outranks OTEL_EXPORTER_OTLP_HEADERS."""
     OTEL_EXPORTER_OTLP_COMPRESSION: Literal["gzip", "none"] | None = None
+    """Export compression, gzip or none; unset: gzip."""
     OTEL_EXPORTER_OTLP_METRICS_COMPRESSION: Literal["gzip", "none"] | None = None
+    """Compression of the metrics export; outranks OTEL_EXPORTER_OTLP_COMPRESSION."""
     OTEL_EXPORTER_OTLP_LOGS_COMPRESSION: Literal["gzip", "none"] | None = None
+    """Compression of the event export; outranks OTEL_EXPORTER_OTLP_COMPRESSION."""
     OTEL_EXPORTER_OTLP_TIMEOUT: Annotated[int, Field(ge=1, le=600_000)] | None = None
+    """Milliseconds to wait for the collector; unset: 10000."""
     OTEL_EXPORTER_OTLP_METRICS_TIMEOUT: Annotated[int, Field(ge=1, le=600_000)] | None = None
+    """Timeout of the metrics export; outranks OTEL_EXPORTER_OTLP_TIMEOUT."""
     OTEL_EXPORTER_OTLP_LOGS_TIMEOUT: Annotated[int, Field(ge=1, le=600_000)] | None = None
+    """Timeout of the event export; outranks OTEL_EXPORTER_OTLP_TIMEOUT."""
     OTEL_TELEMETRY_ENABLED: bool = True
+    """false turns off both OTLP exports (metrics and events)."""
     OTEL_EVENTS_ENABLED: bool = True
+    """false turns off only the event (logs) export."""
     OTEL_METRICS_EXPORT_INTERVAL_MS: Annotated[int, Field(ge=1000)] = 15000
+    """OTLP metrics export interval."""
     OTEL_METRICS_EXPORT_MODE: ExportMode = ExportMode.MIRROR
-    # `full` adds the high-cardinality and diagnostic families (README, Prometheus).
+    """mirror (scrape names, one resource) or semconv (one resource per node); anything else logs a
+    warning and means mirror."""
+    # `full` adds the high-cardinality and diagnostic families (docs: Prometheus metrics).
     METRICS_EXPORT_PROFILE: Literal["standard", "full"] = "standard"
+    """standard or full; full adds the high-cardinality and diagnostic families."""
     PROMETHEUS_STALENESS_MS: PositiveMs = 300000
+    """A connection not observed for this long loses its series."""
     # Set: /api/prometheus/metrics wants it (Prometheus's `authorization` block sends it).
     PROMETHEUS_BEARER_TOKEN: SecretStr | None = None
+    """Set (16+ characters): /api/prometheus/metrics wants this bearer token or a signed-in user."""
 
     @field_validator("OTEL_METRICS_EXPORT_MODE", mode="before")
     @classmethod

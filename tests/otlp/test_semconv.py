@@ -24,8 +24,8 @@ from svc_monitor.otlp.export.series_memory import SeriesMemory
 from svc_monitor.prometheus.catalogue import exposed_names
 from svc_monitor.prometheus.process import own_collectors
 
-# The spec's table (000_14c4c6dea4d0126c.txt, "Export metric families"), with the README's
-# names: kvv -> <engine>, svc_nodejs_* -> the Python runtime (checked separately below).
+# The spec's table (000_14c4c6dea4d0126c.txt, "Export metric families"), with the names we
+# ship: kvv -> <engine>, svc_nodejs_* -> the Python runtime (checked separately below).
 SPEC_TABLE = """
 svc_memory_used_bytes → kvv.memory.used [By]
 svc_memory_used_rss_bytes → kvv.memory.rss [By]

@@ -1,6 +1,7 @@
-"""Prometheus scraping every replica, as the README says to: each connection's series come
-from the one replica that polls it, so what Prometheus stores has every connection once,
-and no series twice. A real Prometheus, real replica processes, real Valkey servers."""
+"""Prometheus scraping every replica, as docs/guides/replicas.md says to: each
+connection's series come from the one replica that polls it, so what Prometheus stores has
+every connection once, and no series twice. A real Prometheus, real replica processes, real
+Valkey servers."""
 
 import asyncio
 from contextlib import ExitStack

@@ -39,7 +39,8 @@ def client_context(
     # create_default_context loads the system trust store: ~20 ms, once per client.
     context = ssl.create_default_context()
     if insecure:
-        # Labs only (README, "tlsInsecure"): anyone on the path can pose as the server.
+        # Labs only (docs/features/connections.md, "tlsInsecure"): anyone on the path can
+        # pose as the server.
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
     try:

@@ -27,6 +27,6 @@ async def prometheus_metrics(features: FeaturesDep) -> Response:
     each node it polls under the node's own). Built from what the polls last saw; a
     connection not observed within PROMETHEUS_STALENESS_MS has no series but
     `svc_poll_stale`. METRICS_EXPORT_PROFILE=full adds the per-pattern, per-slot and
-    per-client-name/user families and the poll diagnostics (README, Prometheus). Open
+    per-client-name/user families and the poll diagnostics (docs: Prometheus metrics). Open
     unless PROMETHEUS_BEARER_TOKEN is set (then send `Authorization: Bearer <token>`)."""
     return Response(await features.prometheus.render(), media_type=CONTENT_TYPE)

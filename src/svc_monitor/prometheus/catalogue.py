@@ -7,8 +7,8 @@ svc_commandstats_latency_seconds and svc_slowlog_pattern_avg_duration_seconds (s
 in microseconds) and svc_slowlog_pattern_entries (spec: _count). The OTLP semconv export
 still sends the spec's metrics, in microseconds (otlp/export/semconv.py converts).
 
-One table, read by the collector (to build families), by the README's list and by the
-tests (the Grafana dashboard may use only these names). Names carry their unit and are
+One table, read by the collector (to build families), by the docs' generated metrics page
+and by the tests (the Grafana dashboard may use only these names). Names carry their unit and are
 the spec's; counters are named without `_total` here, as prometheus_client wants, and
 show with it. `full` families appear only with METRICS_EXPORT_PROFILE=full: the
 high-cardinality ones (per pattern, per slot, per client name or user) and the

@@ -250,7 +250,7 @@ TABLE: dict[str, SemconvName] = {
         conversion=Conversion.UPTIME,
         description="Time since the svc-monitor process started.",
     ),
-    # The Python runtime (the spec's nodejs/v8js lines, README: names we ship)
+    # The Python runtime (the spec's nodejs/v8js lines, the names we ship)
     "svc_python_gc_collections": _s("cpython.gc.collections", "{collection}", int_labels=_GEN),
     "svc_python_gc_objects_collected": _s(
         "cpython.gc.collected_objects", "{object}", int_labels=_GEN

@@ -1,0 +1,189 @@
+"""The docs site against the code: the generated reference pages list exactly what the code
+has, the hand-written pages name only settings and metric families that exist, and the
+site builds with `mkdocs build --strict` (broken links and anchors fail it)."""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from pydantic import SecretStr
+from scripts.docs_reference import (
+    COLLECTOR_PAGE,
+    PAGES,
+    collector_page,
+    events_page,
+    example_collector_config,
+    prometheus_page,
+    settings_page,
+)
+
+from svc_monitor.config import Settings
+from svc_monitor.event_types.table import BY_NAME, EVENT_TYPES
+from svc_monitor.prometheus.catalogue import FAMILIES, exposed_names, sample_names
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
+
+# Upper-case names the docs may show that are not svc-monitor settings: the OpenTelemetry
+# SDK's own variables a sender sets, the Collector's environment, shell variables of the
+# examples, and the entitlement server's variables (an app of its own).
+EXTERNAL_NAMES = frozenset(
+    {
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+        "SVC_INGEST_TOKEN",
+        "REDIS_PASSWORD",
+        "TOKEN",
+        "ENTITLEMENT_ADMIN_TOKEN",
+        "ENTITLEMENT_PORT",
+        "ENTITLEMENT_BIND_HOST",
+        "ENTITLEMENT_STORAGE_TYPE",
+        "ENTITLEMENT_SQLITE_FILEPATH",
+        "ENTITLEMENT_STORAGE_URL",
+        "ENTITLEMENT_LATEST_VERSION",
+        "ENTITLEMENT_RELEASE_URL",
+        "EMBEDDED_PUBLIC_KEYS",
+        # the compose file's own (deploy/compose.yaml), read by Grafana's container
+        "GRAFANA_ADMIN_PASSWORD",
+        # not variables at all: a command of the CLI's list, a table in the code
+        "SORT_RO",
+        "PAGE_MODULES",
+    }
+)
+# A name in capitals with underscores, alone in backticks (or as `NAME=value`).
+SETTING_LIKE = re.compile(r"`([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)(?:=[^`]*)?`")
+# A variable a shell example sets: `PORT=3002 ...`, `export STORAGE_TYPE=postgres`.
+ASSIGNED = re.compile(r"(?:^|[\s;(])([A-Z][A-Z0-9_]*)=", re.M)
+FENCE = re.compile(r"^```(?:sh|bash)\n(.*?)^```", re.M | re.S)
+# Not metric families: cookies and the personal token prefix.
+NOT_FAMILIES = frozenset({"svc_session", "svc_connection", "svc_broker_state", "svc_pat_"})
+FAMILY_LIKE = re.compile(r"`(svc_[a-z0-9_]+)")
+
+
+def _hand_written_pages() -> list[Path]:
+    return sorted(DOCS.rglob("*.md"))
+
+
+def _table_names(page: str) -> list[str]:
+    """The first cell of each table row, without its backticks."""
+    return re.findall(r"^\| `([^`]+)`", page, flags=re.M)
+
+
+class TestSettingsPage:
+    def test_every_setting_has_a_row_with_its_description(self):
+        page = settings_page()
+        rows = {name: line for line in page.splitlines() for name in _table_names(line)}
+        for name, info in Settings.model_fields.items():
+            assert name in rows, f"{name} is missing from the configuration page"
+            assert info.description, f"{name} has no description in config.py"
+            assert " ".join(info.description.split()) in rows[name]
+
+    def test_the_page_names_no_setting_that_does_not_exist(self):
+        listed = _table_names(settings_page())
+        assert sorted(listed) == sorted(Settings.model_fields)
+
+    def test_secrets_are_marked_and_only_they(self):
+        for line in settings_page().splitlines():
+            for name in _table_names(line):
+                secret = "SecretStr" in repr(Settings.model_fields[name].annotation)
+                assert ("**secret**" in line) is secret, line
+        assert any(
+            Settings.model_fields[n].annotation == SecretStr | None for n in Settings.model_fields
+        )
+
+    def test_defaults_are_shown_as_the_code_has_them(self):
+        rows = {name: line for line in settings_page().splitlines() for name in _table_names(line)}
+        assert "`3001`" in rows["PORT"]
+        assert "`memory`" in rows["STORAGE_TYPE"]
+        assert "`false`" in rows["WORKSPACE_DISABLED"]
+        assert "unset" in rows["ENCRYPTION_KEY"]
+
+
+class TestPrometheusPage:
+    def test_every_family_is_listed_under_its_sample_names(self):
+        page = prometheus_page()
+        for family in FAMILIES:
+            for name in sample_names(family):
+                assert f"`{name}`" in page, f"{name} is missing from the metrics page"
+
+    def test_the_page_names_no_family_the_endpoint_cannot_serve(self):
+        named = set(FAMILY_LIKE.findall(prometheus_page()))
+        assert named, "the page lists no family"
+        assert named <= exposed_names()
+
+    def test_full_profile_families_are_marked(self):
+        page = prometheus_page()
+        for family in FAMILIES:
+            row = next(line for line in page.splitlines() if f"`{sample_names(family)[0]}`" in line)
+            assert ("| full |" in row) is family.full, row
+
+
+class TestEventsPage:
+    def test_every_event_type_is_listed_with_its_tier(self):
+        rows = {name: line for line in events_page().splitlines() for name in _table_names(line)}
+        for event in EVENT_TYPES:
+            assert event.name in rows, f"{event.name} is missing from the events page"
+            assert f"| {event.tier} |" in rows[event.name]
+
+    def test_the_page_names_no_event_that_does_not_exist(self):
+        listed = _table_names(events_page())
+        assert listed
+        assert set(listed) <= set(BY_NAME)
+
+
+class TestCollectorPage:
+    def test_it_shows_the_configuration_the_service_writes(self):
+        page = collector_page()
+        for engine in ("valkey", "redis"):
+            assert example_collector_config(engine).rstrip() in page
+
+    def test_generated_pages_are_not_also_files(self):
+        # A file of the same name would shadow the generated page and drift.
+        for page in PAGES:
+            assert not (DOCS / page).exists(), page
+        assert COLLECTOR_PAGE in PAGES
+
+
+class TestHandWrittenPages:
+    @pytest.mark.parametrize("page", _hand_written_pages(), ids=lambda p: str(p.relative_to(DOCS)))
+    def test_settings_named_exist(self, page: Path):
+        text = page.read_text(encoding="utf-8")
+        named = set(SETTING_LIKE.findall(text))
+        named |= {name for block in FENCE.findall(text) for name in ASSIGNED.findall(block)}
+        unknown = named - set(Settings.model_fields) - EXTERNAL_NAMES
+        assert not unknown, f"{page.name} names settings that do not exist: {sorted(unknown)}"
+
+    @pytest.mark.parametrize("page", _hand_written_pages(), ids=lambda p: str(p.relative_to(DOCS)))
+    def test_metric_families_named_exist(self, page: Path):
+        families = {f.name for f in FAMILIES} | exposed_names()
+        named = set(FAMILY_LIKE.findall(page.read_text(encoding="utf-8")))
+        unknown = {
+            name
+            for name in named - families - NOT_FAMILIES
+            # `svc_process_*`: a wildcard over families, written as a prefix
+            if not any(f.startswith(name) for f in families)
+        }
+        assert not unknown, f"{page.name} names families that do not exist: {sorted(unknown)}"
+
+
+@pytest.mark.slow
+def test_the_site_builds_strict(tmp_path: Path):
+    """What `make docs` runs: a broken link, a missing anchor or a page the generator
+    cannot write fails the build."""
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1", "DISABLE_MKDOCS_2_WARNING": "true"},
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    for page in PAGES:
+        built = tmp_path / page.replace(".md", ".html")
+        assert built.exists(), built
+    configuration = (tmp_path / "reference" / "configuration.html").read_text(encoding="utf-8")
+    assert "ENCRYPTION_KEY" in configuration
