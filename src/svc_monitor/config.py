@@ -32,6 +32,13 @@ logger = logging.getLogger(__name__)
 
 _MIN_SECRET_LENGTH = {"ENCRYPTION_KEY": 16, "AUTH_SECRET": 32, "PROMETHEUS_BEARER_TOKEN": 16}
 
+# The OTLP exporters' TLS files (otlp/export/exporter_options.py), general and per signal.
+_OTLP_PEM_FILES = tuple(
+    f"OTEL_EXPORTER_OTLP_{signal}{kind}"
+    for kind in ("CERTIFICATE", "CLIENT_CERTIFICATE", "CLIENT_KEY")
+    for signal in ("", "METRICS_", "LOGS_")
+)
+
 PositiveMs = Annotated[int, Field(ge=1)]
 Port = Annotated[int, Field(ge=1, le=65535)]
 
@@ -188,6 +195,19 @@ class Settings(BaseSettings):
     OTEL_METRICS_STALE_AFTER_MS: Annotated[int, Field(ge=60000)] = 300000
     OTLP_DISCOVER_INSTANCES: bool = True
     OTEL_EXPORTER_OTLP_ENDPOINT: str | None = None
+    # Whole URLs, used as they are (the general one gets /v1/<signal> appended).
+    OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: str | None = None
+    OTEL_EXPORTER_OTLP_LOGS_ENDPOINT: str | None = None
+    # PEM files for https collectors: the CA to trust, and a client certificate and key.
+    OTEL_EXPORTER_OTLP_CERTIFICATE: Path | None = None
+    OTEL_EXPORTER_OTLP_METRICS_CERTIFICATE: Path | None = None
+    OTEL_EXPORTER_OTLP_LOGS_CERTIFICATE: Path | None = None
+    OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE: Path | None = None
+    OTEL_EXPORTER_OTLP_METRICS_CLIENT_CERTIFICATE: Path | None = None
+    OTEL_EXPORTER_OTLP_LOGS_CLIENT_CERTIFICATE: Path | None = None
+    OTEL_EXPORTER_OTLP_CLIENT_KEY: Path | None = None
+    OTEL_EXPORTER_OTLP_METRICS_CLIENT_KEY: Path | None = None
+    OTEL_EXPORTER_OTLP_LOGS_CLIENT_KEY: Path | None = None
     # The SDKs' standard exporter variables (otlp/export/exporter_options.py); a per-signal
     # one takes precedence over the general one.
     OTEL_EXPORTER_OTLP_HEADERS: SecretStr | None = None
@@ -231,6 +251,25 @@ class Settings(BaseSettings):
             parse_headers(value.get_secret_value())
         return value
 
+    @field_validator(
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT",
+    )
+    @classmethod
+    def _collector_url(cls, value: str | None) -> str | None:
+        # The URL may hold credentials (https://user:token@host/), so it is never echoed.
+        if value is None:
+            return None
+        try:
+            parts = urlsplit(value.strip())
+            parts.port  # noqa: B018 - reading it is what checks it
+        except ValueError:
+            raise ValueError("is not a valid URL") from None
+        if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+            raise ValueError("must be an http:// or https:// URL with a host")
+        return value.strip()
+
     @field_validator("TRUSTED_PROXIES")
     @classmethod
     def _proxies_are_addresses(cls, value: str) -> str:
@@ -266,6 +305,9 @@ class Settings(BaseSettings):
         "OTEL_INGEST_TOKEN",
         "PROMETHEUS_BEARER_TOKEN",
         "OTEL_EXPORTER_OTLP_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT",
+        *_OTLP_PEM_FILES,
         "OTEL_EXPORTER_OTLP_HEADERS",
         "OTEL_EXPORTER_OTLP_METRICS_HEADERS",
         "OTEL_EXPORTER_OTLP_LOGS_HEADERS",
@@ -303,16 +345,17 @@ class Settings(BaseSettings):
             raise ValueError(str(exc)) from None
         return value
 
-    @field_validator("DB_TLS_CA_FILE", "DB_TLS_CERT_FILE", "DB_TLS_KEY_FILE")
+    @field_validator("DB_TLS_CA_FILE", "DB_TLS_CERT_FILE", "DB_TLS_KEY_FILE", *_OTLP_PEM_FILES)
     @classmethod
     def _pem_file(cls, path: Path | None, info: ValidationInfo) -> Path | None:
         # Checked here so a wrong file stops startup with one line, not the first connect.
         if path is None:
             return None
         text = _read_pem(path)
-        if info.field_name == "DB_TLS_KEY_FILE":
+        name = str(info.field_name)
+        if name.endswith(("_KEY_FILE", "_CLIENT_KEY")):
             check_private_key(text)
-        elif info.field_name == "DB_TLS_CERT_FILE":
+        elif name.endswith(("_CERT_FILE", "_CLIENT_CERTIFICATE")):
             check_certificates(text, what="a client certificate")
         else:
             check_certificates(text, what="CA certificates")
@@ -321,6 +364,8 @@ class Settings(BaseSettings):
     @model_validator(mode="after")
     def _cross_field_rules(self) -> "Settings":
         _check_client_pair(self.DB_TLS_CERT_FILE, self.DB_TLS_KEY_FILE)
+        for signal in ("METRICS", "LOGS"):
+            _check_otlp_client_pair(self, signal)
         if self.STORAGE_TYPE in (StorageType.POSTGRES, StorageType.TURSO) and not self.STORAGE_URL:
             raise ValueError(f"STORAGE_URL is required when STORAGE_TYPE={self.STORAGE_TYPE.value}")
         if self.STORAGE_TYPE is StorageType.TURSO:
@@ -350,13 +395,34 @@ def _read_pem(path: Path) -> str:
         raise ValueError(f"{path} is not PEM text") from None
 
 
-def _check_client_pair(cert: Path | None, key: Path | None) -> None:
+def _check_client_pair(
+    cert: Path | None,
+    key: Path | None,
+    *,
+    cert_name: str = "DB_TLS_CERT_FILE",
+    key_name: str = "DB_TLS_KEY_FILE",
+) -> None:
     if cert is not None and key is None:
-        raise ValueError("DB_TLS_KEY_FILE is required with DB_TLS_CERT_FILE")
+        raise ValueError(f"{key_name} is required with {cert_name}")
     if key is not None and cert is None:
-        raise ValueError("DB_TLS_CERT_FILE is required with DB_TLS_KEY_FILE")
+        raise ValueError(f"{cert_name} is required with {key_name}")
     if cert is not None and key is not None and not key_matches(_read_pem(cert), _read_pem(key)):
-        raise ValueError("DB_TLS_KEY_FILE is not the private key of DB_TLS_CERT_FILE")
+        raise ValueError(f"{key_name} is not the private key of {cert_name}")
+
+
+def _check_otlp_client_pair(settings: Settings, signal: str) -> None:
+    """The client certificate and key one signal's export would use (its own variable,
+    else the general one) come as a matching pair, named as they were set."""
+
+    def pick(name: str) -> tuple[Path | None, str]:
+        own = f"OTEL_EXPORTER_OTLP_{signal}_{name}"
+        if getattr(settings, own) is not None:
+            return getattr(settings, own), own
+        general = f"OTEL_EXPORTER_OTLP_{name}"
+        return getattr(settings, general), general
+
+    (cert, cert_name), (key, key_name) = pick("CLIENT_CERTIFICATE"), pick("CLIENT_KEY")
+    _check_client_pair(cert, key, cert_name=cert_name, key_name=key_name)
 
 
 def _check_turso(url: SecretStr | None, token: SecretStr | None) -> None:

@@ -158,7 +158,7 @@ def _take_latency(fields: PushedFields, points: Sequence["NumberDataPoint"], tal
     taken = 0
     for point in points[:]:  # see take_metrics
         seconds = _other_value(point, True) if not point.as_int else point.as_int
-        if seconds is None or seconds < 0:
+        if not isinstance(seconds, int | float) or seconds < 0:
             dropped["invalid_value"] += 1
             continue
         command = string_attribute(point.attributes, "cmd")
