@@ -138,12 +138,12 @@ class TestEndpoints:
             )
             await otlp_receiver.wait_for(path="/events", within=15)
             await asyncio.sleep(1.5)  # a metrics interval and a half: nothing else comes
-        logs = ExportLogsServiceRequest.FromString(arrived.raw)
         events = [
-            r.event_name
-            for rl in logs.resource_logs
+            record.event_name
+            for arrived in otlp_receiver.on("/events")
+            for rl in ExportLogsServiceRequest.FromString(arrived.raw).resource_logs
             for sl in rl.scope_logs
-            for r in sl.log_records
+            for record in sl.log_records
         ]
         assert "acl.modified" in events
         assert {r.path for r in otlp_receiver.requests} == {"/events"}
