@@ -9,6 +9,7 @@ Booleans take `true/1/yes/on` and `false/0/no/off` (pydantic's words), case-inse
 
 import ipaddress
 import logging
+import re
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -355,10 +356,17 @@ class Settings(BaseSettings):
         name = str(info.field_name)
         if name.endswith(("_KEY_FILE", "_CLIENT_KEY")):
             check_private_key(text)
-        elif name.endswith(("_CERT_FILE", "_CLIENT_CERTIFICATE")):
-            check_certificates(text, what="a client certificate")
+            return path
+        # A key given here is pointed to the variable of the same family that takes it.
+        key_variable = (
+            re.sub(r"(_CLIENT)?_CERTIFICATE$", "_CLIENT_KEY", name)
+            if name.startswith("OTEL_")
+            else "DB_TLS_KEY_FILE"
+        )
+        if name.endswith(("_CERT_FILE", "_CLIENT_CERTIFICATE")):
+            check_certificates(text, what="a client certificate", key_goes_in=key_variable)
         else:
-            check_certificates(text, what="CA certificates")
+            check_certificates(text, what="CA certificates", key_goes_in=key_variable)
         return path
 
     @model_validator(mode="after")

@@ -201,7 +201,10 @@ class TestStartupChecks:
 
     def test_a_key_given_as_the_ca_is_refused_without_showing_it(self, pki: Pki) -> None:
         text = refusal(OTEL_EXPORTER_OTLP_METRICS_CERTIFICATE=pki.client_key)
-        assert text.startswith("OTEL_EXPORTER_OTLP_METRICS_CERTIFICATE: holds a private key")
+        assert text == (
+            "OTEL_EXPORTER_OTLP_METRICS_CERTIFICATE: holds a private key: give only CA "
+            "certificates here (a client key goes in OTEL_EXPORTER_OTLP_METRICS_CLIENT_KEY)"
+        )
         assert pki.client_key_text.splitlines()[1] not in text
 
     def test_a_certificate_given_as_the_key_is_refused(self, pki: Pki) -> None:
