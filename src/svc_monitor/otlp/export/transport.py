@@ -4,8 +4,9 @@ Protobuf bodies, gzip (what the Collector's own `otlphttp` exporter sends by def
 what every OTLP receiver must accept) unless OTEL_EXPORTER_OTLP_COMPRESSION says none, the
 headers, URL and TLS files the standard variables set per signal (exporter_options.py),
 one aiohttp session with keep-alive. aiohttp, as webhooks/sender.py explains, and
-imported on the first push, so an install that exports nothing never loads it. No retries here: the next interval's push carries newer values,
-which is what a retry would have sent.
+imported on the first push, so an install that exports nothing never loads it. No
+retries here: the next interval's push carries newer values, which is what a retry
+would have sent.
 
 The endpoint is the operator's own collector, so there is no SSRF check; but the URL may
 carry credentials (`https://user:token@collector/`), so error texts never include it.
