@@ -25,7 +25,7 @@ from svc_monitor.licensing.store import SharedLicenseStore
 from svc_monitor.licensing.telemetry import UsageTelemetry
 from svc_monitor.notifications.service import AlertStates, SharedAlerts
 from svc_monitor.notifications.store import AlertStateStore
-from svc_monitor.otlp.export.exporter_options import signal_options
+from svc_monitor.otlp.export.exporter_options import SIGNALS, SignalOptions, signal_options
 from svc_monitor.otlp.export.stats import ExportStats
 from svc_monitor.otlp.export.transport import OtlpTransport
 from svc_monitor.otlp.ingest.discovery import DiscoveredInstances
@@ -86,19 +86,20 @@ def build_services(settings: Settings, *, clock: Callable[[], float] = time.time
     )
     webhooks.on_requeue = webhook_worker.wake
     otlp_stats = ExportStats()
-    endpoint = settings.OTEL_EXPORTER_OTLP_ENDPOINT
+    export_options: dict[str, SignalOptions] = {s: signal_options(settings, s) for s in SIGNALS}
     otlp_transport = (
-        OtlpTransport(
-            endpoint,
-            options={s: signal_options(settings, s) for s in ("metrics", "logs")},
-        )
-        if endpoint and settings.OTEL_TELEMETRY_ENABLED
+        OtlpTransport(settings.OTEL_EXPORTER_OTLP_ENDPOINT, options=export_options)
+        if settings.OTEL_TELEMETRY_ENABLED and any(o.url for o in export_options.values())
         else None
     )
     # What must survive a takeover: alerts firing, instances reported down.
     shared_alerts = SharedAlerts(AlertStateStore(db) if db.shared else None)
     event_exporter = None
-    if otlp_transport is not None and settings.OTEL_EVENTS_ENABLED:
+    if (
+        otlp_transport is not None
+        and otlp_transport.exports("logs")
+        and settings.OTEL_EVENTS_ENABLED
+    ):
         # Imported here: the protobuf classes load only when events are exported.
         from svc_monitor.otlp.export.events import EventExporter
 

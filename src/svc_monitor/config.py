@@ -9,6 +9,7 @@ Booleans take `true/1/yes/on` and `false/0/no/off` (pydantic's words), case-inse
 
 import ipaddress
 import logging
+import re
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -31,6 +32,13 @@ from svc_monitor.kit.public_keys import PublicKeyError, load_public_key
 logger = logging.getLogger(__name__)
 
 _MIN_SECRET_LENGTH = {"ENCRYPTION_KEY": 16, "AUTH_SECRET": 32, "PROMETHEUS_BEARER_TOKEN": 16}
+
+# The OTLP exporters' TLS files (otlp/export/exporter_options.py), general and per signal.
+_OTLP_PEM_FILES = tuple(
+    f"OTEL_EXPORTER_OTLP_{signal}{kind}"
+    for kind in ("CERTIFICATE", "CLIENT_CERTIFICATE", "CLIENT_KEY")
+    for signal in ("", "METRICS_", "LOGS_")
+)
 
 PositiveMs = Annotated[int, Field(ge=1)]
 Port = Annotated[int, Field(ge=1, le=65535)]
@@ -281,7 +289,30 @@ class Settings(BaseSettings):
     OTLP_DISCOVER_INSTANCES: bool = True
     """Remember pushers with no connection, listed as discovered."""
     OTEL_EXPORTER_OTLP_ENDPOINT: str | None = None
-    """OTLP/HTTP collector base URL; set, metrics and events are exported there."""
+    """OTLP/HTTP collector base URL; set, metrics and events are exported there (each
+    signal's path, /v1/metrics or /v1/logs, is appended)."""
+    OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: str | None = None
+    """Whole URL metrics are exported to, used as given; wins over the base URL."""
+    OTEL_EXPORTER_OTLP_LOGS_ENDPOINT: str | None = None
+    """Whole URL events (OTLP logs) are exported to, used as given; wins over the base URL."""
+    OTEL_EXPORTER_OTLP_CERTIFICATE: Path | None = None
+    """PEM file of the CA an https collector's certificate is checked against."""
+    OTEL_EXPORTER_OTLP_METRICS_CERTIFICATE: Path | None = None
+    """The CA file for the metrics export only; wins over the general one."""
+    OTEL_EXPORTER_OTLP_LOGS_CERTIFICATE: Path | None = None
+    """The CA file for the events export only; wins over the general one."""
+    OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE: Path | None = None
+    """PEM client certificate for collectors that require mutual TLS (with the key)."""
+    OTEL_EXPORTER_OTLP_METRICS_CLIENT_CERTIFICATE: Path | None = None
+    """The client certificate for the metrics export only."""
+    OTEL_EXPORTER_OTLP_LOGS_CLIENT_CERTIFICATE: Path | None = None
+    """The client certificate for the events export only."""
+    OTEL_EXPORTER_OTLP_CLIENT_KEY: Path | None = None
+    """PEM private key of the client certificate (the file's contents are never logged)."""
+    OTEL_EXPORTER_OTLP_METRICS_CLIENT_KEY: Path | None = None
+    """The client key for the metrics export only."""
+    OTEL_EXPORTER_OTLP_LOGS_CLIENT_KEY: Path | None = None
+    """The client key for the events export only."""
     # The SDKs' standard exporter variables (otlp/export/exporter_options.py); a per-signal
     # one takes precedence over the general one.
     OTEL_EXPORTER_OTLP_HEADERS: SecretStr | None = None
@@ -342,6 +373,25 @@ class Settings(BaseSettings):
             parse_headers(value.get_secret_value())
         return value
 
+    @field_validator(
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT",
+    )
+    @classmethod
+    def _collector_url(cls, value: str | None) -> str | None:
+        # The URL may hold credentials (https://user:token@host/), so it is never echoed.
+        if value is None:
+            return None
+        try:
+            parts = urlsplit(value.strip())
+            parts.port  # noqa: B018 - reading it is what checks it
+        except ValueError:
+            raise ValueError("is not a valid URL") from None
+        if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+            raise ValueError("must be an http:// or https:// URL with a host")
+        return value.strip()
+
     @field_validator("TRUSTED_PROXIES")
     @classmethod
     def _proxies_are_addresses(cls, value: str) -> str:
@@ -377,6 +427,9 @@ class Settings(BaseSettings):
         "OTEL_INGEST_TOKEN",
         "PROMETHEUS_BEARER_TOKEN",
         "OTEL_EXPORTER_OTLP_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT",
+        *_OTLP_PEM_FILES,
         "OTEL_EXPORTER_OTLP_HEADERS",
         "OTEL_EXPORTER_OTLP_METRICS_HEADERS",
         "OTEL_EXPORTER_OTLP_LOGS_HEADERS",
@@ -414,24 +467,34 @@ class Settings(BaseSettings):
             raise ValueError(str(exc)) from None
         return value
 
-    @field_validator("DB_TLS_CA_FILE", "DB_TLS_CERT_FILE", "DB_TLS_KEY_FILE")
+    @field_validator("DB_TLS_CA_FILE", "DB_TLS_CERT_FILE", "DB_TLS_KEY_FILE", *_OTLP_PEM_FILES)
     @classmethod
     def _pem_file(cls, path: Path | None, info: ValidationInfo) -> Path | None:
         # Checked here so a wrong file stops startup with one line, not the first connect.
         if path is None:
             return None
         text = _read_pem(path)
-        if info.field_name == "DB_TLS_KEY_FILE":
+        name = str(info.field_name)
+        if name.endswith(("_KEY_FILE", "_CLIENT_KEY")):
             check_private_key(text)
-        elif info.field_name == "DB_TLS_CERT_FILE":
-            check_certificates(text, what="a client certificate")
+            return path
+        # A key given here is pointed to the variable of the same family that takes it.
+        key_variable = (
+            re.sub(r"(_CLIENT)?_CERTIFICATE$", "_CLIENT_KEY", name)
+            if name.startswith("OTEL_")
+            else "DB_TLS_KEY_FILE"
+        )
+        if name.endswith(("_CERT_FILE", "_CLIENT_CERTIFICATE")):
+            check_certificates(text, what="a client certificate", key_goes_in=key_variable)
         else:
-            check_certificates(text, what="CA certificates")
+            check_certificates(text, what="CA certificates", key_goes_in=key_variable)
         return path
 
     @model_validator(mode="after")
     def _cross_field_rules(self) -> "Settings":
         _check_client_pair(self.DB_TLS_CERT_FILE, self.DB_TLS_KEY_FILE)
+        for signal in ("METRICS", "LOGS"):
+            _check_otlp_client_pair(self, signal)
         if self.STORAGE_TYPE in (StorageType.POSTGRES, StorageType.TURSO) and not self.STORAGE_URL:
             raise ValueError(f"STORAGE_URL is required when STORAGE_TYPE={self.STORAGE_TYPE.value}")
         if self.STORAGE_TYPE is StorageType.TURSO:
@@ -461,13 +524,34 @@ def _read_pem(path: Path) -> str:
         raise ValueError(f"{path} is not PEM text") from None
 
 
-def _check_client_pair(cert: Path | None, key: Path | None) -> None:
+def _check_client_pair(
+    cert: Path | None,
+    key: Path | None,
+    *,
+    cert_name: str = "DB_TLS_CERT_FILE",
+    key_name: str = "DB_TLS_KEY_FILE",
+) -> None:
     if cert is not None and key is None:
-        raise ValueError("DB_TLS_KEY_FILE is required with DB_TLS_CERT_FILE")
+        raise ValueError(f"{key_name} is required with {cert_name}")
     if key is not None and cert is None:
-        raise ValueError("DB_TLS_CERT_FILE is required with DB_TLS_KEY_FILE")
+        raise ValueError(f"{cert_name} is required with {key_name}")
     if cert is not None and key is not None and not key_matches(_read_pem(cert), _read_pem(key)):
-        raise ValueError("DB_TLS_KEY_FILE is not the private key of DB_TLS_CERT_FILE")
+        raise ValueError(f"{key_name} is not the private key of {cert_name}")
+
+
+def _check_otlp_client_pair(settings: Settings, signal: str) -> None:
+    """The client certificate and key one signal's export would use (its own variable,
+    else the general one) come as a matching pair, named as they were set."""
+
+    def pick(name: str) -> tuple[Path | None, str]:
+        own = f"OTEL_EXPORTER_OTLP_{signal}_{name}"
+        if getattr(settings, own) is not None:
+            return getattr(settings, own), own
+        general = f"OTEL_EXPORTER_OTLP_{name}"
+        return getattr(settings, general), general
+
+    (cert, cert_name), (key, key_name) = pick("CLIENT_CERTIFICATE"), pick("CLIENT_KEY")
+    _check_client_pair(cert, key, cert_name=cert_name, key_name=key_name)
 
 
 def _check_turso(url: SecretStr | None, token: SecretStr | None) -> None:

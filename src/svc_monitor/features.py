@@ -219,7 +219,7 @@ def _metrics_exporter(
     services: Services, prometheus: PrometheusService
 ) -> "MetricsExporter | None":
     """The registry over OTLP, when an endpoint is set (its protobuf classes load only then)."""
-    if services.otlp_transport is None:
+    if services.otlp_transport is None or not services.otlp_transport.exports("metrics"):
         return None
     from svc_monitor.otlp.export.metrics import MetricsExporter
 

@@ -280,6 +280,11 @@ class TestBadEnvironment:
                 id="turso-without-token",
             ),
             pytest.param({"DB_TLS": "maybe"}, "DB_TLS", id="not-a-boolean"),
+            pytest.param(
+                {"OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": "ftp://otlp:s3cret-Zx9@127.0.0.1/"},
+                "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT",
+                id="otlp-endpoint-not-http",
+            ),
         ],
     )
     def test_check_config_exits_2_with_one_line_naming_the_variable(
@@ -294,6 +299,18 @@ class TestBadEnvironment:
         for value in overrides.values():
             if value not in ("turso",):  # a value may be secret: never echo it back
                 assert value not in lines[0]
+
+    def test_a_missing_otlp_tls_file_exits_2_with_one_line_naming_the_variable(
+        self, tmp_path: Path
+    ) -> None:
+        missing = tmp_path / "collector-ca.pem"
+        env = service_env(OTEL_EXPORTER_OTLP_CERTIFICATE=str(missing))
+        result = run_cli("check-config", env=env)
+        assert result.returncode == EXIT_CONFIG
+        assert result.stderr.splitlines() == [
+            "svc-monitor: configuration error: OTEL_EXPORTER_OTLP_CERTIFICATE: "
+            f"cannot read {missing}: No such file or directory"
+        ]
 
     def test_serve_exits_before_starting_anything(self) -> None:
         env = service_env(DB_PORT="70000")

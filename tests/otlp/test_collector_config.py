@@ -34,7 +34,14 @@ class TestRedisConfig:
 
     def test_metrics_off_by_default_are_turned_on(self) -> None:
         metrics = parsed()["receivers"]["redis"]["metrics"]
-        for name in ("redis.maxmemory", "redis.role", "redis.cmd.calls", "redis.cmd.usec"):
+        for name in (
+            "redis.maxmemory",
+            "redis.role",
+            "redis.cmd.calls",
+            "redis.cmd.usec",
+            "redis.cmd.latency",
+            "redis.replication.replica_offset",
+        ):
             assert metrics[name] == {"enabled": True}, name
 
     def test_exporter_posts_to_the_external_metrics_route_verbatim(self) -> None:

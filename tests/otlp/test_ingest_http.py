@@ -935,16 +935,35 @@ class TestDisabled:
 
 
 class TestOtherMethods:
-    @pytest.mark.parametrize("path", [METRICS, TRACES])
+    @pytest.mark.parametrize("path", [METRICS, "/v1/metrics", TRACES])
     @pytest.mark.parametrize("method", ["GET", "PUT", "PATCH", "DELETE"])
     async def test_anything_but_post_is_405_naming_post(
         self, receiver: Receiver, path: str, method: str
     ):
-        """A16: a sender configured with the wrong method learns which one to use."""
+        """A16: a sender configured with the wrong method learns which one to use, in the
+        OTLP error shape its client can decode."""
         answer = await receiver.client.request(method, path, content=b"")
         assert answer.status_code == 405
         assert answer.headers["allow"] == "POST"
-        assert "POST" in answer.json()["message"]
+        assert answer.headers["content-type"].startswith(JSON)
+        status = status_of(answer)
+        assert status.code == 12  # UNIMPLEMENTED
+        assert "POST" in status.message
+        assert path in status.message
+
+    async def test_a_405_is_a_protobuf_status_when_the_request_speaks_protobuf(
+        self, receiver: Receiver
+    ):
+        answer = await receiver.client.put(TRACES, content=b"", headers={"content-type": PROTOBUF})
+        assert answer.status_code == 405
+        assert answer.headers["allow"] == "POST"
+        assert answer.headers["content-type"] == PROTOBUF
+        assert "POST" in status_of(answer).message
+
+    async def test_head_is_405_with_allow_and_no_body(self, receiver: Receiver):
+        answer = await receiver.client.head("/v1/metrics")
+        assert answer.status_code == 405
+        assert answer.headers["allow"] == "POST"
 
     async def test_a_get_stores_nothing_and_the_page_catch_all_still_answers(
         self, receiver: Receiver

@@ -162,6 +162,89 @@ async def test_the_mapping_table_fills_info_fields_and_skips_the_other_role(
     assert sections["server"] == {"redis_version": "7.2.5", "uptime_in_seconds": 86400}
 
 
+class TestOptionalReceiverMetrics:
+    """The redisreceiver's latency percentiles, replica offset and mode, as INFO fields."""
+
+    async def test_latency_replica_offset_and_mode_fill_their_info_fields(
+        self, app: RunningApp
+    ) -> None:
+        connection_id = await register(app)
+        found = await push(
+            app,
+            body(
+                resource(
+                    at(*PUSHED),
+                    # Seconds, as the receiver converts INFO's microseconds.
+                    gauge(
+                        "redis.cmd.latency",
+                        point(0.000001003, cmd="get", percentile="p50"),
+                        point(0.000004015, cmd="get", percentile="p99"),
+                        point(0.000011007, cmd="get", percentile="p99.9"),
+                        point(0.00002, cmd="CONFIG|GET", percentile="p50"),
+                    ),
+                    gauge("redis.role", point(1, role="replica"), point(0, role="primary")),
+                    gauge("redis.replication.replica_offset", point(123456789)),
+                    gauge("redis.mode", point(1, mode="cluster")),
+                )
+            ),
+        )
+        assert found == {}
+        sections = await info(app, connection_id)
+        assert sections["latencystats"] == {
+            "latency_percentiles_usec_get": {"p50": 1.003, "p99": 4.015, "p99.9": 11.007},
+            "latency_percentiles_usec_config|get": {"p50": 20.0},
+        }
+        assert sections["replication"] == {"role": "slave", "slave_repl_offset": 123456789}
+        assert sections["server"]["redis_mode"] == "cluster"
+        # A replica's offset is the one the replication family shows for it.
+        scrape = (await app.client.get("/api/prometheus/metrics")).text
+        assert any(
+            line.startswith("svc_replication_offset{") and line.endswith(" 123456789.0")
+            for line in scrape.splitlines()
+        ), scrape
+
+    async def test_an_unknown_percentile_mode_or_missing_command_is_unmapped(
+        self, app: RunningApp
+    ) -> None:
+        connection_id = await register(app)
+        found = await push(
+            app,
+            body(
+                resource(
+                    at(*PUSHED),
+                    gauge(
+                        "redis.cmd.latency",
+                        point(0.001, cmd="get", percentile="p75"),
+                        point(0.001, percentile="p50"),
+                        point(-1.0, cmd="get", percentile="p50"),
+                        point(0.002, cmd="set", percentile="p99"),
+                    ),
+                    gauge("redis.mode", point(1, mode="galaxy"), point(0, mode="standalone")),
+                )
+            ),
+        )
+        assert found == {"unmapped_metric": 3, "invalid_value": 1}
+        sections = await info(app, connection_id)
+        assert sections["latencystats"] == {"latency_percentiles_usec_set": {"p99": 2000.0}}
+        assert "redis_mode" not in sections.get("server", {})
+
+    async def test_latency_entries_go_stale_and_free_their_cap_slots(
+        self, app: RunningApp, clock: Clock
+    ) -> None:
+        connection_id = await register(app)
+        latency = gauge(
+            "redis.cmd.latency",
+            *(point(0.001, cmd=f"c{n}", percentile="p99") for n in range(MAX_COMMANDS)),
+        )
+        assert await push(app, body(resource(at(*PUSHED), latency))) == {}
+        extra = gauge("redis.cmd.latency", point(0.002, cmd="one-more", percentile="p50"))
+        assert await push(app, body(resource(at(*PUSHED), extra))) == {"cardinality_limit": 1}
+        clock.offset_s = 301  # past the default 300 s window: every entry went quiet
+        assert await push(app, body(resource(at(*PUSHED), extra))) == {}
+        sections = await info(app, connection_id)
+        assert sections["latencystats"] == {"latency_percentiles_usec_one-more": {"p50": 2000.0}}
+
+
 async def test_instances_in_one_request_map_the_same_attributes_alike(app: RunningApp) -> None:
     other = ("10.0.0.2", 6380)
     ids = [await register(app), await register(app, *other)]

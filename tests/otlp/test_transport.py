@@ -70,4 +70,7 @@ class TestPost:
         assert result.error
         for secret in ("s3cret-token", "collector-user", "abc123"):
             assert secret not in result.error
-        assert transport.target == f"http://127.0.0.1:{endpoint.split(':')[3].split('/')[0]}"
+        assert (
+            transport.target_of(METRICS)
+            == f"http://127.0.0.1:{endpoint.split(':')[3].split('/')[0]}"
+        )

@@ -23,12 +23,13 @@ class CertSummary:
     not_after_ms: int
 
 
-def check_certificates(text: str, *, what: str) -> str:
-    """One or more PEM certificates and nothing else (`what` names them in messages)."""
+def check_certificates(text: str, *, what: str, key_goes_in: str = "tlsKey") -> str:
+    """One or more PEM certificates and nothing else (`what` names them in messages,
+    `key_goes_in` the field a client key belongs in)."""
     labels = _labels(text)
     if any("PRIVATE KEY" in label for label in labels):
         raise ValueError(
-            f"holds a private key: give only {what} here (a client key goes in tlsKey)"
+            f"holds a private key: give only {what} here (a client key goes in {key_goes_in})"
         )
     if not labels:
         raise ValueError(f"is not PEM: expected {what} starting with -----BEGIN CERTIFICATE-----")

@@ -1,4 +1,5 @@
-"""Events out as OTLP logs: the bus's notifications posted to `<endpoint>/v1/logs`.
+"""Events out as OTLP logs: the bus's notifications posted to `<endpoint>/v1/logs` (or to
+OTEL_EXPORTER_OTLP_LOGS_ENDPOINT as it is).
 
 The same notifications as webhooks (event_types/table.py): occurrences
 (instance.down, cluster.failover ...) every time; threshold ones judged against the
@@ -176,7 +177,7 @@ class EventExporter:
         batch = [self._queued[i] for i in range(min(self._batch_size, len(self._queued)))]
         body = export_request(batch).SerializeToString()
         result = await self._transport.post(LOGS_PATH, body)
-        self._stats.record("logs", result, target=self._transport.target)
+        self._stats.record("logs", result, target=self._transport.target_of(LOGS_PATH))
         retry = _retryable(result)
         if not retry:
             # Records are queued only between flushes: the batch is still the queue's head.

@@ -1,4 +1,5 @@
-"""Pushes the Prometheus registry to `${OTEL_EXPORTER_OTLP_ENDPOINT}/v1/metrics`.
+"""Pushes the Prometheus registry to `${OTEL_EXPORTER_OTLP_ENDPOINT}/v1/metrics` (or to
+OTEL_EXPORTER_OTLP_METRICS_ENDPOINT as it is).
 
 Every OTEL_METRICS_EXPORT_INTERVAL_MS: read `families()` (what a scrape would show at that
 moment), build the requests (semconv.py: one in mode mirror; one per node plus one for
@@ -99,7 +100,7 @@ class MetricsExporter:
         loop = asyncio.get_running_loop()
         logger.info(
             "OTLP metrics export to %s every %g s (mode %s)",
-            self._transport.target,
+            self._transport.target_of(PATH),
             self.interval_s,
             self.mode.value,
         )
@@ -157,7 +158,7 @@ class MetricsExporter:
             request.started = True
             left = deadline - asyncio.get_running_loop().time()
             result = await self._transport.post(PATH, request.body, timeout_s=max(left, 0.001))
-        self._stats.record("metrics", result, target=self._transport.target)
+        self._stats.record("metrics", result, target=self._transport.target_of(PATH))
         if result.ok:
             self._note_rejections(result.body)
 
@@ -175,7 +176,7 @@ class MetricsExporter:
                     "to the collector were still open)",
                     0.0,
                 ),
-                target=self._transport.target,
+                target=self._transport.target_of(PATH),
             )
         self._waiting = []
 

@@ -2,10 +2,11 @@
 
 Protobuf bodies, gzip (what the Collector's own `otlphttp` exporter sends by default, and
 what every OTLP receiver must accept) unless OTEL_EXPORTER_OTLP_COMPRESSION says none, the
-headers the standard variables add, one aiohttp session with keep-alive. aiohttp, as
-webhooks/sender.py explains, and imported on the first push, so an install that exports
-nothing never loads it. No retries here: the next interval's push carries newer values,
-which is what a retry would have sent.
+headers, URL and TLS files the standard variables set per signal (exporter_options.py),
+one aiohttp session with keep-alive. aiohttp, as webhooks/sender.py explains, and
+imported on the first push, so an install that exports nothing never loads it. No
+retries here: the next interval's push carries newer values, which is what a retry
+would have sent.
 
 The endpoint is the operator's own collector, so there is no SSRF check; but the URL may
 carry credentials (`https://user:token@collector/`), so error texts never include it.
@@ -13,6 +14,7 @@ carry credentials (`https://user:token@collector/`), so error texts never includ
 
 import asyncio
 import gzip
+import ssl
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -47,30 +49,40 @@ class PostResult:
 
 
 class OtlpTransport:
-    """Posts serialized OTLP messages to `<endpoint>/v1/<signal>`."""
+    """Posts serialized OTLP messages to each signal's URL: its own (`options[signal].url`)
+    or `<endpoint>/v1/<signal>`."""
 
     def __init__(
         self,
-        endpoint: str,
+        endpoint: str | None = None,
         *,
         timeout_s: float = DEFAULT_TIMEOUT_S,
         options: Mapping[str, SignalOptions] | None = None,
     ) -> None:
-        self._base = endpoint.rstrip("/")
+        self._base = (endpoint or "").rstrip("/")
         self._timeout_s = timeout_s
-        # By signal ("metrics", "logs"): the headers, compression and timeout the
-        # standard exporter variables ask for (exporter_options.py).
-        self._options = dict(options or {})
+        # By signal ("metrics", "logs"): the URL, headers, compression, timeout and TLS
+        # files the standard exporter variables ask for (exporter_options.py).
+        self._options: dict[str, SignalOptions] = dict(options or {})
+        self._tls: dict[str, ssl.SSLContext | None] = {}
         self._session: aiohttp.ClientSession | None = None
         self._closed = False
 
     def url(self, path: str) -> str:
+        options = self._options.get(_signal_of(path))
+        if options is not None and options.url:
+            return options.url
         return self._base + "/" + path.lstrip("/")
 
-    @property
-    def target(self) -> str:
-        """scheme://host:port of the collector, safe to log (no credentials, no path)."""
-        parts = urlsplit(self._base)
+    def exports(self, signal: str) -> bool:
+        """Whether `signal` has somewhere to go (its own endpoint or the general one)."""
+        options = self._options.get(signal)
+        return bool(self._base or (options is not None and options.url))
+
+    def target_of(self, path: str) -> str:
+        """scheme://host:port of the collector `path` goes to, safe to log (no credentials,
+        no path)."""
+        parts = urlsplit(self.url(path))
         host = parts.hostname or ""
         if ":" in host:
             host = f"[{host}]"
@@ -82,7 +94,8 @@ class OtlpTransport:
     ) -> PostResult:
         """POST a serialized Export*ServiceRequest to `path` (e.g. "/v1/metrics")."""
         started = time.perf_counter()
-        options = self._options.get(path.rstrip("/").rsplit("/", 1)[-1])
+        signal = _signal_of(path)
+        options = self._options.get(signal)
         compress = options is None or options.gzip
         # The operator's headers first: ours describe the body and must win.
         headers = dict(options.headers) if options is not None else {}
@@ -95,24 +108,25 @@ class OtlpTransport:
         limit = self._timeout_s if options is None else options.timeout_s
         if timeout_s is not None:
             limit = min(limit, timeout_s)
+        url = self.url(path)
         try:
+            tls = self._tls_for(signal, options)
             async with asyncio.timeout(limit):
-                status, reply, text = await self._send(self.url(path), headers, body)
+                status, reply, text = await self._send(url, headers, body, tls)
         except TimeoutError:
             return _failed(started, None, f"no answer within {limit:g} s")
         except Exception as exc:  # any transport failure is one failed push
-            return _failed(started, None, self._scrub(_describe(exc)))
+            return _failed(started, None, _scrub(_describe(exc), url))
         if 200 <= status < 300:
             return PostResult(True, status, None, time.perf_counter() - started, reply)
         return _failed(started, status, f"HTTP {status}" + (f": {text}" if text else ""), reply)
 
-    def _scrub(self, text: str) -> str:
-        """`text` without the endpoint's path, query or credentials (an InvalidURL names it)."""
-        parts = urlsplit(self._base)
-        for secret in (self._base, parts.password, parts.username, parts.query, parts.path):
-            if secret and len(secret) > 1:
-                text = text.replace(secret, "***")
-        return text
+    def _tls_for(self, signal: str, options: SignalOptions | None) -> ssl.SSLContext | None:
+        """The signal's TLS context when its variables name files (built once: loading a
+        CA bundle is slow); None: aiohttp's default, the system's trust store."""
+        if signal not in self._tls:
+            self._tls[signal] = tls_context(options) if options is not None else None
+        return self._tls[signal]
 
     async def close(self) -> None:
         self._closed = True
@@ -132,11 +146,42 @@ class OtlpTransport:
             )
         return self._session
 
-    async def _send(self, url: str, headers: dict[str, str], body: bytes) -> tuple[int, bytes, str]:
+    async def _send(
+        self, url: str, headers: dict[str, str], body: bytes, tls: ssl.SSLContext | None
+    ) -> tuple[int, bytes, str]:
         session = await self._client()
-        async with session.post(url, data=body, headers=headers, allow_redirects=False) as r:
+        async with session.post(
+            url, data=body, headers=headers, allow_redirects=False, ssl=tls or True
+        ) as r:
             reply = await r.content.read(_MAX_REPLY_BYTES)
             return r.status, reply, _readable(reply, r.content_type)
+
+
+def tls_context(options: SignalOptions) -> ssl.SSLContext | None:
+    """A context trusting `options.certificate` alone (when set) and presenting the client
+    pair (when set); None when neither is set. The files were checked at start-up; a file
+    changed since fails the push, not the service."""
+    if options.certificate is None and options.client_certificate is None:
+        return None
+    context = ssl.create_default_context(
+        cafile=str(options.certificate) if options.certificate else None
+    )
+    if options.client_certificate is not None and options.client_key is not None:
+        context.load_cert_chain(options.client_certificate, options.client_key)
+    return context
+
+
+def _signal_of(path: str) -> str:
+    return path.rstrip("/").rsplit("/", 1)[-1]
+
+
+def _scrub(text: str, url: str) -> str:
+    """`text` without the URL's path, query or credentials (an InvalidURL names it)."""
+    parts = urlsplit(url)
+    for secret in (url, parts.password, parts.username, parts.query, parts.path):
+        if secret and len(secret) > 1:
+            text = text.replace(secret, "***")
+    return text
 
 
 def _readable(reply: bytes, content_type: str) -> str:

@@ -25,10 +25,8 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from fastapi import APIRouter, Request, Response
-from fastapi.responses import JSONResponse
 
 from svc_monitor.api.dependencies import get_services
-from svc_monitor.api.error_responses import error_body
 from svc_monitor.config import Settings
 from svc_monitor.errors import AppError, Unavailable
 
@@ -103,16 +101,22 @@ async def receive_metrics(request: Request) -> Response:
 
 
 # Other methods on the receivers: without these routes the UI's GET catch-all would claim
-# them and answer an HTML 404, which tells a misconfigured sender nothing.
-OTHER_METHODS = ["GET", "PUT", "PATCH", "DELETE"]
+# them and answer an HTML page, which tells a misconfigured sender nothing. A 405 in the
+# OTLP error shape is what an OTLP client can log. (OPTIONS stays with the access rules.)
+OTHER_METHODS = ["GET", "HEAD", "PUT", "PATCH", "DELETE"]
 
 
 @router.api_route("/v1/traces", methods=OTHER_METHODS, include_in_schema=False)
 @router.api_route("/v1/metrics", methods=OTHER_METHODS, include_in_schema=False)
 @router.api_route("/v1/external/metrics", methods=OTHER_METHODS, include_in_schema=False)
-async def only_post(request: Request) -> JSONResponse:
-    message = f"{request.method} is not allowed here; OTLP exports are POSTed"
-    return JSONResponse(error_body(405, message), 405, headers={"Allow": "POST"})
+async def only_post(request: Request) -> Response:
+    """A 405 as a google.rpc.Status in the request's encoding, with `Allow: POST`."""
+    refused = IngestRefused(
+        405, f"{request.method} is not allowed on {request.url.path}; OTLP exports are POSTed"
+    )
+    response = refusal(refused, _encoding_of(request) or Encoding.JSON)
+    response.headers["Allow"] = "POST"
+    return response
 
 
 MAX_BODY_BYTES = 1024 * 1024
@@ -125,7 +129,7 @@ M = TypeVar("M", bound="Message")
 _HEX_ID_FIELDS = frozenset({"traceId", "spanId", "parentSpanId", "trace_id", "span_id"})
 
 # gRPC status codes for the Status body, by HTTP status.
-_GRPC_CODES = {400: 3, 401: 16, 404: 5, 413: 8, 415: 3, 503: 14}
+_GRPC_CODES = {400: 3, 401: 16, 404: 5, 405: 12, 413: 8, 415: 3, 503: 14}
 
 
 class Encoding(StrEnum):
@@ -353,9 +357,7 @@ def refusal(refused: IngestRefused, encoding: Encoding) -> Response:
     return Response(body, refused.status, media_type=encoding.value, headers=headers)
 
 
-@router.api_route(
-    "/v1/{path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"], include_in_schema=False
-)
+@router.api_route("/v1/{path:path}", methods=["POST", *OTHER_METHODS], include_in_schema=False)
 async def no_receiver(request: Request, path: str) -> Response:
     """Any other path under /v1/: a 404 in the OTLP error shape (a google.rpc.Status, in
     the request's encoding), which a sender's log shows, rather than the UI's HTML."""

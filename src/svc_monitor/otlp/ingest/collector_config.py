@@ -31,13 +31,23 @@ VALKEY_VERSION_PLACEHOLDER = "9.0.0"
 # and cmd.usec points with 30-character command names are 72 KB as protobuf and 205 KB as
 # JSON, so 1,000 points a request stay far below the limit in either encoding, with room
 # for longer names. One scrape of an instance with 200 commands in commandstats is about
-# 450 points: it still goes as one request.
+# 1,050 points (calls, usec and three latency percentiles each): two requests, which the
+# receiver merges as it merges any two pushes.
 BATCH_MAX_POINTS = 1000
 COLLECTION_INTERVAL = "15s"
 # A version as the Valkey project numbers its releases (9.0.0, 8.1.4, 9.1.0-rc1).
 VERSION_PATTERN = r"^\d{1,3}\.\d{1,3}(\.\d{1,3})?(-[0-9A-Za-z.]{1,20})?$"
 # Off by default in the receiver; each maps to an INFO field we chart and alert on.
-EXTRA_METRICS = ("redis.maxmemory", "redis.role", "redis.cmd.calls", "redis.cmd.usec")
+# redis.mode is not listed: only recent receivers have it, and naming a metric that a
+# Collector's receiver lacks makes it refuse the whole file.
+EXTRA_METRICS = (
+    "redis.maxmemory",
+    "redis.role",
+    "redis.cmd.calls",
+    "redis.cmd.usec",
+    "redis.cmd.latency",
+    "redis.replication.replica_offset",
+)
 
 
 def collector_config(
@@ -92,7 +102,8 @@ def _receivers(address: str) -> str:
         "        enabled: true\n"
         "      server.port:\n"
         "        enabled: true\n"
-        "    # Off by default: memory limit, role and per-command calls and time.\n"
+        "    # Off by default: memory limit, role, per-command calls, time and latency\n"
+        "    # percentiles, and a replica's offset.\n"
         "    metrics:\n"
         f"{metrics}"
     )

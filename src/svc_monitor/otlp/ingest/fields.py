@@ -2,9 +2,9 @@
 
 A value stays valid for OTEL_METRICS_STALE_AFTER_MS from the time we received it; the
 point's own timestamp only decides which of two values for one field is newer (one from
-the future counts as now). Keyspace and commandstats entries are capped per connection;
-an entry counts against its cap only while its `keys`/`calls` value is fresh, so entries
-that went quiet free their slots.
+the future counts as now). Keyspace, commandstats and latencystats entries are capped per
+connection; an entry counts against its cap only while its `keys`/`calls` value (any
+percentile, for latencystats) is fresh, so entries that went quiet free their slots.
 
 Values are kept as (value, point_ns, received_ms) tuples: a push near the size limit
 carries some 20,000 points, and a tuple is the cheapest thing to make per point.
@@ -27,7 +27,14 @@ Value = tuple[Scalar, int, int]  # value, point time (ns, clamped to now), recei
 class PushedFields:
     """The latest value of every pushed field of one connection."""
 
-    __slots__ = ("commandstats", "keyspace", "last_received_ms", "plain", "stale_after_ms")
+    __slots__ = (
+        "commandstats",
+        "keyspace",
+        "last_received_ms",
+        "latencystats",
+        "plain",
+        "stale_after_ms",
+    )
 
     def __init__(self, stale_after_ms: int) -> None:
         self.stale_after_ms = stale_after_ms
@@ -35,6 +42,9 @@ class PushedFields:
         self.plain: dict[str, dict[str, Value]] = {}
         self.keyspace = Composite(MAX_DATABASES, "keys", "", stale_after_ms)
         self.commandstats = Composite(MAX_COMMANDS, "calls", "cmdstat_", stale_after_ms)
+        self.latencystats = Composite(
+            MAX_COMMANDS, None, "latency_percentiles_usec_", stale_after_ms
+        )
         self.last_received_ms: int | None = None
 
     def put(self, section: str, field: str, value: Scalar, at_ns: int, now_ms: int) -> None:
@@ -46,8 +56,10 @@ class PushedFields:
             fields[field] = (value, at_ns, now_ms)
 
     def composite(self, section: str) -> "Composite":
-        """The entries of `keyspace` (`db0`) or `commandstats` (`get`)."""
-        return self.keyspace if section == "keyspace" else self.commandstats
+        """The entries of `keyspace` (`db0`), `commandstats` or `latencystats` (`get`)."""
+        if section == "keyspace":
+            return self.keyspace
+        return self.latencystats if section == "latencystats" else self.commandstats
 
     def any_fresh(self, now_ms: int) -> bool:
         return self.last_received_ms is not None and (
@@ -71,7 +83,11 @@ class PushedFields:
                     sections[section] = fresh
             else:  # server: the versions first
                 sections[section].update(fresh)
-        for name, composite in (("keyspace", self.keyspace), ("commandstats", self.commandstats)):
+        for name, composite in (
+            ("keyspace", self.keyspace),
+            ("commandstats", self.commandstats),
+            ("latencystats", self.latencystats),
+        ):
             entries = composite.fresh(oldest)
             if entries:
                 sections[name] = entries
@@ -97,9 +113,10 @@ class Composite:
 
     __slots__ = ("_rendered", "cap", "counted", "entries", "prefix", "stale_after_ms")
 
-    def __init__(self, cap: int, counted: str, prefix: str, stale_after_ms: int) -> None:
+    def __init__(self, cap: int, counted: str | None, prefix: str, stale_after_ms: int) -> None:
         self.cap = cap
-        self.counted = counted  # the field whose freshness keeps an entry (and its slot)
+        # The field whose freshness keeps an entry (and its slot); None: any of its fields.
+        self.counted = counted
         self.prefix = prefix  # INFO's name for an entry: `cmdstat_get`
         self.stale_after_ms = stale_after_ms
         self.entries: dict[str, dict[str, Value]] = {}
@@ -128,11 +145,8 @@ class Composite:
 
     def _free(self, now_ms: int) -> bool:
         oldest_fresh = now_ms - self.stale_after_ms
-        counted = self.counted
         for name in [
-            name
-            for name, fields in self.entries.items()
-            if (kept := fields.get(counted)) is None or kept[2] < oldest_fresh
+            name for name, fields in self.entries.items() if self._kept_since(fields) < oldest_fresh
         ]:
             del self.entries[name]
         self._rendered = None
@@ -148,9 +162,13 @@ class Composite:
             return held.section
         found: dict[str, FieldValue] = {}
         least = 1 << 62
+        counted = self.counted
         for name, fields in self.entries.items():
-            kept = fields.get(self.counted)
-            if kept is None or kept[2] < oldest:
+            if counted is not None:  # in line: this loop runs per entry on every render
+                kept = fields.get(counted)
+                if kept is None or kept[2] < oldest:
+                    continue
+            elif self._kept_since(fields) < oldest:
                 continue
             # A plain loop: cheaper than a comprehension here, and it finds `least` too.
             fresh: dict[str, Scalar] = {}
@@ -162,3 +180,10 @@ class Composite:
             found[self.prefix + name] = fresh
         self._rendered = _Rendered(found, oldest, least)
         return found
+
+    def _kept_since(self, fields: dict[str, Value]) -> int:
+        """When the value that keeps this entry was received; -1 when there is none."""
+        if self.counted is None:
+            return max((kept[2] for kept in fields.values()), default=-1)
+        kept = fields.get(self.counted)
+        return -1 if kept is None else kept[2]

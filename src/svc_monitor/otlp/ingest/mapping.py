@@ -12,7 +12,7 @@ from typing import Literal, get_args
 Engine = Literal["redis", "valkey"]
 
 # How a point's attributes pick its field.
-Shape = Literal["plain", "cpu", "role", "db", "cmd"]
+Shape = Literal["plain", "cpu", "role", "mode", "db", "cmd", "latency"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +60,8 @@ _PLAIN: dict[str, dict[str, str]] = {
         "slaves.connected": "connected_slaves",
         "replication.offset": "master_repl_offset",
         "replication.backlog_first_byte_offset": "repl_backlog_first_byte_offset",
+        # The receiver reads slave_repl_offset, which only a replica reports.
+        "replication.replica_offset": "slave_repl_offset",
     },
     "server": {"uptime": "uptime_in_seconds"},
     "persistence": {"rdb.changes_since_last_save": "rdb_changes_since_last_save"},
@@ -77,11 +79,14 @@ def _table() -> dict[str, Target]:
     )
     table["cpu.time"] = Target("cpu", "cpu", "used_cpu_", decimal=True)
     table["role"] = Target("role", "replication", "role")
+    table["mode"] = Target("mode", "server", "redis_mode")
     table["db.keys"] = Target("db", "keyspace", "keys")
     table["db.expires"] = Target("db", "keyspace", "expires")
     table["db.avg_ttl"] = Target("db", "keyspace", "avg_ttl")
     table["cmd.calls"] = Target("cmd", "commandstats", "calls")
     table["cmd.usec"] = Target("cmd", "commandstats", "usec")
+    # Seconds on the wire, INFO latencystats' microseconds here; `percentile` picks the field.
+    table["cmd.latency"] = Target("latency", "latencystats", "", decimal=True)
     return table
 
 
@@ -91,6 +96,11 @@ CPU_STATES = frozenset(
     {"sys", "sys_children", "sys_main_thread", "user", "user_children", "user_main_thread"}
 )
 ROLES = {"primary": "master", "replica": "slave"}
+# INFO server's redis_mode values; the receiver sends the one it read, with value 1.
+MODES = frozenset({"standalone", "sentinel", "cluster"})
+# The percentiles the receiver reports (its `percentile` attribute's enum), which are
+# INFO latencystats' default ones (latency-tracking-info-percentiles "50 99 99.9").
+PERCENTILES = frozenset({"p50", "p99", "p99.9"})
 
 
 # Every mapped metric name, spelled out: one dict lookup per metric instead of splitting
@@ -116,17 +126,26 @@ def database_index(text: str) -> str | None:
 
 
 # The point attribute that picks the field, by shape.
-ATTRIBUTE_OF: dict[Shape, str] = {"cpu": "state", "role": "role", "db": "db", "cmd": "cmd"}
+ATTRIBUTE_OF: dict[Shape, str] = {
+    "cpu": "state",
+    "role": "role",
+    "mode": "mode",
+    "db": "db",
+    "cmd": "cmd",
+    "latency": "cmd",
+}
 
 
 def attribute_name(shape: Shape, text: str) -> str | None:
     """What an attributed point's attribute names: the cpu field (`used_cpu_sys`), the INFO
-    role (`slave`), the keyspace entry (`db0`) or the commandstats entry (`get`); None when
-    it names nothing we map."""
+    role (`slave`) or mode (`cluster`), the keyspace entry (`db0`) or the commandstats or
+    latencystats entry (`get`); None when it names nothing we map."""
     if shape == "cpu":
         return f"used_cpu_{text}" if text in CPU_STATES else None
     if shape == "role":
         return ROLES.get(text)
+    if shape == "mode":
+        return text if text in MODES else None
     if shape == "db":
         return database_index(text)
-    return text.strip().lower() or None  # cmd: INFO names commands in lower case
+    return text.strip().lower() or None  # cmd, latency: INFO names commands in lower case

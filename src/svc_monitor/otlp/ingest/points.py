@@ -15,7 +15,14 @@ from typing import TYPE_CHECKING
 
 from svc_monitor.engine.info import Scalar
 from svc_monitor.otlp.ingest.fields import PushedFields
-from svc_monitor.otlp.ingest.mapping import ATTRIBUTE_OF, Shape, Target, attribute_name, lookup
+from svc_monitor.otlp.ingest.mapping import (
+    ATTRIBUTE_OF,
+    PERCENTILES,
+    Shape,
+    Target,
+    attribute_name,
+    lookup,
+)
 
 if TYPE_CHECKING:
     from opentelemetry.proto.common.v1.common_pb2 import KeyValue
@@ -62,6 +69,9 @@ def take_metrics(fields: PushedFields, metrics: Iterable["Metric"], tally: Tally
             continue
         engine, target = found
         valkey_named |= engine == "valkey"
+        if target.shape == "latency":
+            taken += _take_latency(fields, points, tally)
+            continue
         if target.shape != "plain":
             taken += _take_attributed(fields, target, points, tally)
             continue
@@ -135,6 +145,36 @@ def _take_attributed(
             fields.put(section, name_of, name, at_ns, now_ms)
         else:
             continue  # the other role's 0: skipped, not counted as a drop
+        taken += 1
+    return taken
+
+
+def _take_latency(fields: PushedFields, points: Sequence["NumberDataPoint"], tally: Tally) -> int:
+    """`cmd.latency` points: seconds, by `cmd` and `percentile`, into INFO latencystats'
+    `latency_percentiles_usec_<cmd>` entries as microseconds (`p50=1.003`); the number
+    taken. Few points (three per command, and off by default), so no per-request memo."""
+    composite = fields.composite("latencystats")
+    now_ms, now_ns, dropped = tally.now_ms, tally.now_ns, tally.dropped
+    taken = 0
+    for point in points[:]:  # see take_metrics
+        seconds = _other_value(point, True) if not point.as_int else point.as_int
+        if not isinstance(seconds, int | float) or seconds < 0:
+            dropped["invalid_value"] += 1
+            continue
+        command = string_attribute(point.attributes, "cmd")
+        percentile = string_attribute(point.attributes, "percentile")
+        entry = attribute_name("latency", command) if command else None
+        if entry is None or percentile not in PERCENTILES:
+            dropped["unmapped_metric"] += 1
+            continue
+        at_ns = point.time_unix_nano
+        if at_ns > now_ns or at_ns == 0:
+            at_ns = now_ns  # from the future (or unset): counts as received now
+        # INFO prints three decimals; rounding also drops the float noise of * 1e6.
+        usec = round(float(seconds) * 1_000_000, 3)
+        if not composite.put(entry, percentile, usec, at_ns, now_ms):
+            dropped["cardinality_limit"] += 1
+            continue
         taken += 1
     return taken
 
