@@ -1,0 +1,101 @@
+"""The OpenAPI document shaped for client generators: short operation ids, described
+tags, and the security each operation needs (auth/dependencies/openapi.py).
+
+Generators name a client's functions after `operationId`; FastAPI's own
+(`create_connection_api_connections_post`) repeat the path and method. Ours are the tag
+and the handler's name without the tag's words (`connections_create`), so they are
+derived by one rule for every route a domain adds, and stay unique because each domain's
+handlers are named apart (a test checks).
+"""
+
+import re
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.routing import APIRoute
+
+from svc_monitor.auth.dependencies.openapi import describe_security
+
+# Swagger UI lists the tags in this order; each is one domain of the API.
+TAG_DESCRIPTIONS: dict[str, str] = {
+    "system": "Health (the probe contract), liveness and the running version. "
+    "`/health`, `/health/live` and `/version` answer at the root too, for probes.",
+    "workspace": "Users, sign-in, invitations, roles, the activity log and personal API "
+    "tokens.",
+    "connections": "The Valkey and Redis instances watched: add, edit, test and remove "
+    "them, pick the default, and register instances that push over OTLP.",
+    "settings": "Runtime settings stored by the service (polling, retention, thresholds).",
+    "license": "The licence in force, its tier and features, and offline activation.",
+    "webhooks": "",  # the long text is built from the event table in app.py
+    "metrics": "Stored INFO history and the latest parsed INFO of a connection.",
+    "live metrics": "Reads straight from the instance: latency, memory, role, "
+    "configuration, keyspace size and cluster state.",
+    "slowlog": "SLOWLOG and COMMANDLOG entries, live and stored, and their patterns.",
+    "commandstats": "Per-command call counts and latency, summarised and over time.",
+    "latency history": "Stored LATENCY LATEST snapshots and command histograms.",
+    "client-analytics": "CLIENT LIST live and over time: idle connections, buffers, "
+    "spikes, and killing clients.",
+    "cluster": "Cluster nodes' stats, slow logs and clients, gathered from every node.",
+    "audit": "The ACL LOG and its stored trail: failed sign-ins and denied commands.",
+    "monitor": "MONITOR captures: start, tail, stop and export.",
+    "key analytics": "Key patterns and sizes sampled from the keyspace (Pro).",
+    "anomaly detection": "Anomalies found in the metrics and their correlated groups (Pro).",
+    "metric forecasting": "Projections of a metric to its ceiling, and their alert settings.",
+    "security": "Known CVEs and advisories for each connection's engine version.",
+    "traces": "Spans received over OTLP, as traces.",
+    "prometheus": "The Prometheus exposition of every watched instance.",
+    "otlp": "OTLP/HTTP receivers for metrics and traces, and a ready Collector "
+    "configuration.",
+    "replicas": "The svc-monitor processes sharing this database.",
+}
+
+OPERATION_ID = re.compile(r"^[a-z][a-z0-9]*(?:_[a-z0-9]+)*$")
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def openapi_tags(*, webhooks: str) -> list[dict[str, Any]]:
+    """`openapi_tags` for the app: every domain's tag with its description."""
+    return [
+        {"name": name, "description": webhooks if name == "webhooks" else text}
+        for name, text in TAG_DESCRIPTIONS.items()
+    ]
+
+
+def operation_id(route: APIRoute) -> str:
+    """`<tag>_<handler name less the tag's words>`: `connections_create`, `webhooks_list`.
+
+    Paths outside /api are fixed by others (OTLP/HTTP's /v1/..., probes' /health) and
+    some share a handler with an /api path, so their id is the tag and the path's words
+    (`otlp_v1_metrics`, `system_health`)."""
+    tag = str(route.tags[0]) if route.tags else "api"
+    prefix = "_".join(_WORD.findall(tag.lower()))
+    path = route.path_format
+    if path.startswith("/api/") or path == "/api":
+        dropped = _forms(_WORD.findall(tag.lower()))
+        words = [w for w in route.name.lower().split("_") if w and w not in dropped]
+    else:
+        words = _WORD.findall(re.sub(r"\{[^}]*\}", "", path).lower())
+    if not words:
+        words = [sorted(route.methods)[0].lower()]
+    return "_".join([prefix, *words])
+
+
+def _forms(words: list[str]) -> set[str]:
+    """A tag's words as handlers spell them: singular and plural."""
+    forms = set(words)
+    for word in words:
+        forms.add(word[:-1] if word.endswith("s") else f"{word}s")
+    return forms
+
+
+def install_openapi(app: FastAPI) -> None:
+    """Build the app's document FastAPI's way, then add what auth requires of each
+    operation. Rebuilt whenever `app.openapi_schema` is cleared (features installed)."""
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            document = FastAPI.openapi(app)
+            describe_security(document, app.state.services.auth)
+        return app.openapi_schema or {}
+
+    app.openapi = openapi  # type: ignore[method-assign]
