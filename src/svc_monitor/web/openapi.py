@@ -20,8 +20,7 @@ from svc_monitor.auth.dependencies.openapi import describe_security
 TAG_DESCRIPTIONS: dict[str, str] = {
     "system": "Health (the probe contract), liveness and the running version. "
     "`/health`, `/health/live` and `/version` answer at the root too, for probes.",
-    "workspace": "Users, sign-in, invitations, roles, the activity log and personal API "
-    "tokens.",
+    "workspace": "Users, sign-in, invitations, roles, the activity log and personal API tokens.",
     "connections": "The Valkey and Redis instances watched: add, edit, test and remove "
     "them, pick the default, and register instances that push over OTLP.",
     "settings": "Runtime settings stored by the service (polling, retention, thresholds).",
@@ -44,8 +43,7 @@ TAG_DESCRIPTIONS: dict[str, str] = {
     "security": "Known CVEs and advisories for each connection's engine version.",
     "traces": "Spans received over OTLP, as traces.",
     "prometheus": "The Prometheus exposition of every watched instance.",
-    "otlp": "OTLP/HTTP receivers for metrics and traces, and a ready Collector "
-    "configuration.",
+    "otlp": "OTLP/HTTP receivers for metrics and traces, and a ready Collector configuration.",
     "replicas": "The svc-monitor processes sharing this database.",
 }
 
