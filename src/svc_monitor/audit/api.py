@@ -90,7 +90,6 @@ async def list_audit_entries_of_user(
 @router.get(
     "/metrics/acl/log",
     response_model=list[AclLogEntryRead],
-    tags=["metrics"],
     responses=error_responses(404, 409, 422, 501, 503),
 )
 async def get_acl_log(
@@ -109,7 +108,6 @@ async def get_acl_log(
 @router.delete(
     "/metrics/acl/log",
     response_model=AclLogReset,
-    tags=["metrics"],
     responses=error_responses(404, 409, 501, 503),
 )
 async def reset_acl_log(

@@ -87,13 +87,66 @@ def _forms(words: list[str]) -> set[str]:
 
 
 def install_openapi(app: FastAPI) -> None:
-    """Build the app's document FastAPI's way, then add what auth requires of each
+    """Build the app's document as before, then add what auth requires of each
     operation. Rebuilt whenever `app.openapi_schema` is cleared (features installed)."""
+    build = app.openapi
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
-            document = FastAPI.openapi(app)
+            document = build()
             describe_security(document, app.state.services.auth)
-        return app.openapi_schema or {}
+            restore_example_nulls(document)
+            app.openapi_schema = document
+        return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
+
+
+def restore_example_nulls(document: dict[str, Any]) -> None:
+    """Put back the nulls FastAPI drops from examples (it encodes the whole document with
+    `exclude_none`), where the schema requires the key: without them an example of
+    `{"lastUsedAt": null}` would not fit its own schema."""
+    components: dict[str, Any] = document.get("components", {}).get("schemas", {})
+    for schema in components.values():
+        for example in schema.get("examples", []):
+            _fill(example, schema, components)
+    for item in document.get("paths", {}).values():
+        for operation in item.values():
+            for media in operation.get("requestBody", {}).get("content", {}).values():
+                if "example" in media:
+                    _fill(media["example"], media.get("schema", {}), components)
+
+
+def _fill(value: Any, schema: dict[str, Any], components: dict[str, Any]) -> None:
+    for branch in _branches(schema, components):
+        if isinstance(value, dict) and "properties" in branch:
+            properties: dict[str, Any] = branch["properties"]
+            for name in branch.get("required", []):
+                if name not in value and _nullable(properties.get(name, {}), components):
+                    value[name] = None
+            for name, inner in value.items():
+                if name in properties:
+                    _fill(inner, properties[name], components)
+        elif isinstance(value, list) and "items" in branch:
+            for inner in value:
+                _fill(inner, branch["items"], components)
+
+
+def _branches(schema: dict[str, Any], components: dict[str, Any]) -> list[dict[str, Any]]:
+    """The object schemas `schema` may be: itself, or its `anyOf` members, refs resolved."""
+    resolved = _resolve(schema, components)
+    members = resolved.get("anyOf")
+    return [_resolve(m, components) for m in members] if members else [resolved]
+
+
+def _resolve(schema: dict[str, Any], components: dict[str, Any]) -> dict[str, Any]:
+    for _ in range(32):  # bounded: a $ref chain never runs this deep
+        ref = schema.get("$ref")
+        if not isinstance(ref, str):
+            break
+        schema = components.get(ref.rsplit("/", 1)[-1], {})
+    return schema
+
+
+def _nullable(schema: dict[str, Any], components: dict[str, Any]) -> bool:
+    return any(b.get("type") == "null" for b in _branches(schema, components))
