@@ -122,9 +122,7 @@ class TestSchemaNames:
 
 
 class TestExamples:
-    async def test_every_json_request_body_has_examples_that_fit_its_schema(
-        self, api: RunningApp
-    ):
+    async def test_every_json_request_body_has_examples_that_fit_its_schema(self, api: RunningApp):
         document = await document_of(api)
         bodies = 0
         for method, path, operation in operations(document):
@@ -147,9 +145,7 @@ class TestExamples:
         self, api: RunningApp, method: str, path: str, status: str
     ):
         document = await document_of(api)
-        media = document["paths"][path][method]["responses"][status]["content"][
-            "application/json"
-        ]
+        media = document["paths"][path][method]["responses"][status]["content"]["application/json"]
         schema = media["schema"]
         item = schema.get("items", schema)  # a list answer shows its item's example
         examples = examples_of(document, {"schema": item})

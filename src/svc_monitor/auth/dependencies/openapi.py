@@ -17,6 +17,7 @@ SESSION_COOKIE = "sessionCookie"
 SCRAPE_TOKEN = "scrapeToken"
 INGEST_TOKEN = "ingestToken"
 ROLE_EXTENSION = "x-required-role"
+ERROR_SCHEMA = "ErrorBody"  # api/error_responses.py puts it in the components
 _OTLP_PREFIX = "/v1/"
 
 
@@ -52,9 +53,19 @@ def _require_user(operation: dict[str, Any], access: Access, *, users: bool) -> 
         return
     operation["security"] = [{PERSONAL_TOKEN: []}, {SESSION_COOKIE: []}]
     operation[ROLE_EXTENSION] = role.value
+    responses = operation.setdefault("responses", {})
+    responses.setdefault("401", _error("Not signed in: no token or session, or a revoked one"))
+    responses.setdefault(
+        "403", _error(f"Signed in below the {role.value} role, or a change from another site")
+    )
     note = f"Needs the {role.value} role (or higher)."
     description = operation.get("description", "")
     operation["description"] = f"{description}\n\n{note}" if description else note
+
+
+def _error(description: str) -> dict[str, Any]:
+    schema = {"$ref": f"#/components/schemas/{ERROR_SCHEMA}"}
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
 
 
 def _scrape_security(*, users: bool, scrape_token: bool) -> list[dict[str, list[str]]]:
