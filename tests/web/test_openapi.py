@@ -182,7 +182,7 @@ class TestSecurity:
     async def test_security_of_an_operation_follows_its_role(self, workspace: Workspace):
         document = await document_of(workspace.running)
         paths = document["paths"]
-        either = [{"personalToken": []}, {"sessionCookie": []}]
+        either: list[dict[str, list[str]]] = [{"personalToken": []}, {"sessionCookie": []}]
         assert paths["/api/health"]["get"]["security"] == []
         assert paths["/api/auth/login"]["post"]["security"] == []
         assert paths["/api/connections"]["get"]["security"] == either

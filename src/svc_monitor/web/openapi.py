@@ -74,7 +74,7 @@ def operation_id(route: APIRoute) -> str:
     else:
         words = _WORD.findall(re.sub(r"\{[^}]*\}", "", path).lower())
     if not words:
-        words = [sorted(route.methods)[0].lower()]
+        words = [min(route.methods or {"get"}).lower()]
     return "_".join([prefix, *words])
 
 
