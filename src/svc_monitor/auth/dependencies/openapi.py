@@ -19,6 +19,7 @@ INGEST_TOKEN = "ingestToken"
 ROLE_EXTENSION = "x-required-role"
 ERROR_SCHEMA = "ErrorBody"  # api/error_responses.py puts it in the components
 _OTLP_PREFIX = "/v1/"
+_METHODS = frozenset({"get", "put", "post", "delete", "patch", "head", "options", "trace"})
 
 
 def describe_security(document: dict[str, Any], auth: AuthService) -> None:
@@ -33,6 +34,8 @@ def describe_security(document: dict[str, Any], auth: AuthService) -> None:
         document.setdefault("components", {})["securitySchemes"] = schemes
     for path, operations in document.get("paths", {}).items():
         for method, operation in operations.items():
+            if method not in _METHODS:
+                continue  # a path item's shared `parameters` or `summary`
             access = rule_for(method.upper(), path)
             if path.startswith(_OTLP_PREFIX):
                 operation["security"] = [{INGEST_TOKEN: []}] if ingest_token else []
