@@ -23,10 +23,12 @@ TAG_DESCRIPTIONS: dict[str, str] = {
     "workspace": "Users, sign-in, invitations, roles, the activity log and personal API tokens.",
     "connections": "The Valkey and Redis instances watched: add, edit, test and remove "
     "them, pick the default, and register instances that push over OTLP.",
-    "settings": "Runtime settings stored by the service (polling, retention, thresholds).",
+    "settings": "Settings changed without a restart: how often the audit trail, client "
+    "analytics and anomaly detection poll, and anomaly caching.",
     "license": "The licence in force, its tier and features, and offline activation.",
     "webhooks": "",  # the long text is built from the event table in app.py
-    "metrics": "Stored INFO history and the latest parsed INFO of a connection.",
+    "metrics": "The latest parsed INFO of a connection, its stored history, memory "
+    "snapshots, and the load svc-monitor's own polling puts on it.",
     "live metrics": "Reads straight from the instance: latency, memory, role, "
     "configuration, keyspace size and cluster state.",
     "slowlog": "SLOWLOG and COMMANDLOG entries, live and stored, and their patterns.",
