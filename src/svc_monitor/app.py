@@ -45,6 +45,7 @@ from svc_monitor.storage.sqlite_lock import SqliteFileInUse
 from svc_monitor.system.api import router as system_router
 from svc_monitor.web.assets import mount_static, plain_page, refused_page
 from svc_monitor.web.docs import mount_docs
+from svc_monitor.web.openapi import install_openapi, openapi_tags, operation_id
 from svc_monitor.webhooks.api import router as webhooks_router
 
 logger = logging.getLogger(__name__)
@@ -158,7 +159,8 @@ def create_app(
         version=__version__,
         description="Monitoring for Valkey and Redis: connections, health, metrics and alerts.",
         openapi_url=OPENAPI_URL,
-        openapi_tags=[{"name": "webhooks", "description": WEBHOOKS_TAG}],
+        openapi_tags=openapi_tags(webhooks=WEBHOOKS_TAG),
+        generate_unique_id_function=operation_id,
         docs_url=None,
         redoc_url=None,
         lifespan=lifespan,
@@ -187,6 +189,7 @@ def create_app(
     app.include_router(otlp_ingest_router)  # /v1/traces and /v1/external/metrics, at the root
     app.include_router(otlp_config_router, prefix="/api")
     mount_docs(app)
+    install_openapi(app)
     mount_static(app)
     app.add_api_route(
         API_CATCH_ALL,

@@ -7,7 +7,13 @@ from fastapi import APIRouter, Query
 from svc_monitor.api.error_responses import error_responses
 from svc_monitor.api.params import From, Limit, Offset, To
 from svc_monitor.audit.dependencies import AuditDep
-from svc_monitor.audit.schemas import AclLogEntryRead, AclReason, AuditEntry, AuditStats, Success
+from svc_monitor.audit.schemas import (
+    AclLogEntryRead,
+    AclLogReset,
+    AclReason,
+    AuditEntry,
+    AuditStats,
+)
 from svc_monitor.connections.dependencies import ConnectionServiceDep, SelectedConnection
 
 router = APIRouter(tags=["audit"])
@@ -84,7 +90,6 @@ async def list_audit_entries_of_user(
 @router.get(
     "/metrics/acl/log",
     response_model=list[AclLogEntryRead],
-    tags=["metrics"],
     responses=error_responses(404, 409, 422, 501, 503),
 )
 async def get_acl_log(
@@ -102,14 +107,13 @@ async def get_acl_log(
 
 @router.delete(
     "/metrics/acl/log",
-    response_model=Success,
-    tags=["metrics"],
+    response_model=AclLogReset,
     responses=error_responses(404, 409, 501, 503),
 )
 async def reset_acl_log(
     connection: SelectedConnection, connections: ConnectionServiceDep, audit: AuditDep
-) -> Success:
+) -> AclLogReset:
     """Clear the server's ACL LOG (ACL LOG RESET). The stored audit trail is kept."""
     seen = connections.last_seen(connection)
     await audit.reset_live_log(connections.client(connection), seen.identity if seen else None)
-    return Success(success=True)
+    return AclLogReset(success=True)

@@ -65,5 +65,7 @@ class AclLogEntryRead(BaseModel):
     timestampLastUpdated: int | None = Field(description="epoch ms; null before Redis 7.2")
 
 
-class Success(BaseModel):
+class AclLogReset(BaseModel):
+    """The ACL LOG was reset (ACL LOG RESET)."""
+
     success: bool

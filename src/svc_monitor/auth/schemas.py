@@ -12,36 +12,82 @@ class _Body(BaseModel):
 
 
 class RegisterWrite(_Body):
+    """The first user of a workspace (its owner)."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {"email": "ops@example.com", "name": "Ops Lead", "password": "a long passphrase"}
+            ]
+        },
+    )
+
     email: Printable = Field(max_length=320)
     name: Printable = Field(max_length=200)
     password: str = Field(max_length=1024)
 
 
 class LoginWrite(_Body):
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [{"email": "ops@example.com", "password": "a long passphrase"}]
+        },
+    )
+
     email: Printable = Field(max_length=1024)
     password: str = Field(max_length=1024)
 
 
 class AcceptInviteWrite(_Body):
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "token": "the token from the invite link",
+                    "name": "Sam",
+                    "password": "a long passphrase",
+                }
+            ]
+        },
+    )
+
     token: Printable = Field(max_length=200)
     name: Printable = Field(max_length=200)
     password: str = Field(max_length=1024)
 
 
 class RoleWrite(_Body):
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"role": "admin"}]})
+
     role: Role
 
 
 class TransferWrite(_Body):
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra={"examples": [{"memberId": "u_8f14e45fceea167a"}]}
+    )
+
     memberId: str = Field(max_length=64)
 
 
 class InvitationWrite(_Body):
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"email": "sam@example.com", "role": "member"}]},
+    )
+
     email: Printable = Field(max_length=320)
     role: Role = Role.MEMBER
 
 
 class TokenWrite(_Body):
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra={"examples": [{"name": "grafana-dashboards"}]}
+    )
+
     name: Printable = Field(max_length=200)
 
 
@@ -106,6 +152,22 @@ class InvitationPreview(BaseModel):
 
 
 class TokenRead(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "id": "c23de7593a0e4269b42c6d65541be75b",
+                    "name": "grafana-dashboards",
+                    "prefix": "svc_pat_WwNQ",
+                    "createdAt": 1795942051949,
+                    "lastUsedAt": None,
+                    "revokedAt": None,
+                    "token": "svc_pat_WwNQ9uQNsDht85f-GdHOoUz-KnuBgd8wacMryOVCD0k",
+                }
+            ]
+        }
+    )
+
     id: str
     name: str
     prefix: str

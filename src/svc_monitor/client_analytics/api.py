@@ -204,9 +204,7 @@ async def cleanup_client_snapshots(
     return Pruned(pruned=await analytics.cleanup(connection.id, older_than=older_than))
 
 
-@router.get(
-    "/metrics/clients", response_model=list[LiveClient], tags=["metrics"], responses=_LIVE_ERRORS
-)
+@router.get("/metrics/clients", response_model=list[LiveClient], responses=_LIVE_ERRORS)
 async def list_clients(
     connection: SelectedConnection,
     connections: ConnectionServiceDep,
@@ -221,9 +219,7 @@ async def list_clients(
     )
 
 
-@router.get(
-    "/metrics/clients/{id}", response_model=LiveClient, tags=["metrics"], responses=_LIVE_ERRORS
-)
+@router.get("/metrics/clients/{id}", response_model=LiveClient, responses=_LIVE_ERRORS)
 async def get_client(
     connection: SelectedConnection,
     connections: ConnectionServiceDep,
@@ -236,7 +232,7 @@ async def get_client(
     return await analytics.live_client(connections.client(connection), client_id)
 
 
-@router.delete("/metrics/clients", response_model=Killed, tags=["metrics"], responses=_LIVE_ERRORS)
+@router.delete("/metrics/clients", response_model=Killed, responses=_LIVE_ERRORS)
 async def kill_clients(
     connection: SelectedConnection,
     connections: ConnectionServiceDep,

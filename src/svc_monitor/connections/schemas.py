@@ -170,6 +170,15 @@ class ConnectionFields(ApiModel):
 class ConnectionCreate(ConnectionFields):
     """A new connection: `name` and `host` (or `url`) are required."""
 
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"name": "cache-primary", "host": "10.0.0.12", "port": 6379, "password": "s3cret"},
+                {"name": "sessions", "url": "rediss://default:s3cret@sessions.internal:6380/0"},
+            ]
+        }
+    )
+
     name: Name | None = Field(default=None, description="Defaults to host:port with a URL")
     set_as_default: bool = False
     source: Source = Field(
@@ -183,9 +192,17 @@ class ConnectionCreate(ConnectionFields):
 class ConnectionUpdate(ConnectionFields):
     """Changes to a connection. An absent field keeps its value; `password: ""` clears it."""
 
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"name": "cache-primary-eu", "port": 6380}]}
+    )
+
 
 class ConnectionTest(ConnectionFields):
     """A connection to try without saving it."""
+
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"host": "10.0.0.12", "port": 6379, "password": "s3cret"}]}
+    )
 
 
 class Capabilities(BaseModel):
@@ -252,6 +269,39 @@ class PushedVersion(BaseModel):
 
 class ConnectionRead(BaseModel):
     """A connection as the API shows it: never a password or key, only whether one is set."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "id": "7f3c2a9e",
+                    "source": "poll",
+                    "name": "cache-primary",
+                    "host": "10.0.0.12",
+                    "port": 6379,
+                    "username": "default",
+                    "db": 0,
+                    "tls": False,
+                    "hasTlsCaCert": False,
+                    "hasTlsCert": False,
+                    "hasTlsKey": False,
+                    "tlsInsecure": False,
+                    "dbType": "auto",
+                    "hasPassword": True,
+                    "sshTunnel": None,
+                    "isDefault": True,
+                    "createdAt": 1795942051139,
+                    "updatedAt": 1795942051139,
+                    "engine": {
+                        "status": "connected",
+                        "type": "valkey",
+                        "version": "9.0.1",
+                        "checkedAt": 1795942051935,
+                    },
+                }
+            ]
+        }
+    )
 
     id: str
     source: Source = Field(

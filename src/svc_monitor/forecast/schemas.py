@@ -71,7 +71,10 @@ class ForecastSettingsRead(BaseModel):
 class ForecastSettingsUpdate(BaseModel):
     """Any subset of the settings; `ceiling: null` goes back to the kind's default."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"enabled": True, "alertThresholdMs": 7_200_000}]},
+    )
 
     enabled: bool | None = None
     ceiling: Annotated[float, Field(ge=0.01, le=1e18)] | None = None

@@ -93,7 +93,9 @@ class FeaturesRead(BaseModel):
 class OfflineLicenseWrite(BaseModel):
     """An offline licence token, as pasted (the file's contents)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra={"examples": [{"token": "eyJhbGciOiJSUzI1NiJ9..."}]}
+    )
 
     token: str = Field(min_length=1, max_length=MAX_TOKEN_CHARS)
 

@@ -20,10 +20,10 @@ from svc_monitor.live.schemas import (
     LastSaveRead,
     LatencyEventRead,
     LatencyHistoryPoint,
+    LatencyReset,
     MemoryStatsRead,
     Report,
     RoleRead,
-    Success,
 )
 
 router = APIRouter(tags=["live metrics"])
@@ -79,7 +79,7 @@ async def get_latency_doctor(connection: SelectedConnection, live: LiveMetricsDe
     return Report(report=await live.latency_doctor(connection))
 
 
-@router.delete("/metrics/latency", response_model=Success, responses=_LIVE)
+@router.delete("/metrics/latency", response_model=LatencyReset, responses=_LIVE)
 async def reset_latency(
     connection: SelectedConnection,
     live: LiveMetricsDep,
@@ -87,10 +87,10 @@ async def reset_latency(
         str | None,
         Query(alias="eventName", min_length=1, max_length=64, description="absent: all events"),
     ] = None,
-) -> Success:
+) -> LatencyReset:
     """LATENCY RESET: forget the spikes of one event, or of all events."""
     await live.reset_latency(connection, event_name)
-    return Success()
+    return LatencyReset()
 
 
 @router.get("/metrics/memory/stats", response_model=MemoryStatsRead, responses=_LIVE)

@@ -7,7 +7,7 @@ from pydantic import BaseModel, Field, RootModel
 Scalar = int | float | str
 
 
-class Success(BaseModel):
+class LatencyReset(BaseModel):
     """The engine accepted the reset."""
 
     success: Literal[True] = True
@@ -47,7 +47,7 @@ class MemoryStatsRead(RootModel[dict[str, Scalar | dict[str, Scalar]]]):
     """MEMORY STATS as an object; per-database entries (`db.0`) are nested objects."""
 
 
-class ReplicaRead(BaseModel):
+class RoleReplicaRead(BaseModel):
     """A replica as its primary reports it in ROLE."""
 
     ip: str
@@ -60,7 +60,7 @@ class RoleRead(BaseModel):
 
     role: Literal["master", "slave", "sentinel"]
     replicationOffset: int | None = Field(None, description="master: its offset")
-    replicas: list[ReplicaRead] = Field(default_factory=list)
+    replicas: list[RoleReplicaRead] = Field(default_factory=list)
     masterHost: str | None = None
     masterPort: int | None = None
     masterLinkState: str | None = Field(

@@ -33,8 +33,8 @@ from svc_monitor.live.schemas import (
     LatencyEventRead,
     LatencyHistoryPoint,
     MemoryStatsRead,
-    ReplicaRead,
     RoleRead,
+    RoleReplicaRead,
     Scalar,
 )
 from svc_monitor.pipe.live_state import CpuReading, LiveState
@@ -220,7 +220,7 @@ def _parse_role(reply: Any) -> RoleRead:
             if isinstance(entry, list) and len(entry) >= 3:
                 port, offset = integer(entry[1]), integer(entry[2])
                 if port is not None and offset is not None:
-                    replicas.append(ReplicaRead(ip=text(entry[0]), port=port, offset=offset))
+                    replicas.append(RoleReplicaRead(ip=text(entry[0]), port=port, offset=offset))
         return RoleRead(
             role="master",
             replicationOffset=integer(items[1]) if len(items) > 1 else None,

@@ -22,7 +22,12 @@ class RuntimeSettingsValues(BaseModel):
 class RuntimeSettingsUpdate(BaseModel):
     """Any subset of the settings; an unknown name is refused (422) rather than ignored."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [{"auditPollIntervalMs": 60_000, "clientAnalyticsPollIntervalMs": 30_000}]
+        },
+    )
 
     auditPollIntervalMs: Interval | None = None
     clientAnalyticsPollIntervalMs: Interval | None = None

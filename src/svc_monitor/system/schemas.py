@@ -2,7 +2,7 @@
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from svc_monitor.connections.schemas import Capabilities
 
@@ -45,6 +45,28 @@ class DatabaseHealth(BaseModel):
 class HealthRead(BaseModel):
     """200 while the service can serve, even when the engine is down (the `database` part
     says so); 503 while it is starting or its own storage does not answer."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "status": "ok",
+                    "api": {"status": "ok", "version": "0.1.0", "uptimeSeconds": 5321.4},
+                    "storage": {"status": "ok", "type": "sqlite", "persistent": True},
+                    "database": {
+                        "status": "connected",
+                        "connectionId": "env-default",
+                        "name": "Default",
+                        "host": "10.0.0.12",
+                        "port": 6379,
+                        "type": "valkey",
+                        "version": "9.0.1",
+                        "checkedAt": 1795942051935,
+                    },
+                }
+            ]
+        }
+    )
 
     status: Literal["ok", "degraded", "error", "starting"] = Field(
         description="ok: all parts fine; degraded: the engine is down or storage writes "

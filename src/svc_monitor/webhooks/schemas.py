@@ -60,6 +60,20 @@ Events = Annotated[list[str], Field(min_length=1, max_length=MAX_EVENTS)]
 
 
 class WebhookCreate(_Strict):
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "name": "on-call",
+                    "url": "https://hooks.example.com/svc-monitor",
+                    "events": ["instance.down", "instance.up", "memory.critical"],
+                    "secret": "a shared signing secret",
+                }
+            ]
+        },
+    )
+
     name: Name
     url: Url
     events: Events
@@ -76,6 +90,11 @@ class WebhookUpdate(_Strict):
     """Only the fields present change. `secret: null` removes the secret; sending back the
     masked value a GET showed keeps the stored one (so do masked header values)."""
 
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"enabled": False}, {"events": ["instance.down"]}]},
+    )
+
     name: Name | None = None
     url: Url | None = None
     events: Events | None = None
@@ -89,6 +108,29 @@ class WebhookUpdate(_Strict):
 
 
 class WebhookRead(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "id": "wh_5c1f0b",
+                    "name": "on-call",
+                    "url": "https://hooks.example.com/svc-monitor",
+                    "secret": "a sh***",
+                    "enabled": True,
+                    "events": ["instance.down", "instance.up"],
+                    "headers": {},
+                    "retryPolicy": RetryPolicy().model_dump(),
+                    "deliveryConfig": DeliveryConfig().model_dump(),
+                    "alertConfig": AlertConfig().model_dump(),
+                    "thresholds": Thresholds().model_dump(),
+                    "connectionId": None,
+                    "createdAt": 1795942051139,
+                    "updatedAt": 1795942051139,
+                }
+            ]
+        }
+    )
+
     id: str
     name: str
     url: str

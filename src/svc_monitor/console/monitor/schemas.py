@@ -21,7 +21,10 @@ class CaptureRequest(BaseModel):
     """How long to capture and how much to keep at most; each optional (defaults: 30 s,
     10,000 lines, 8 MiB), each held within the hard limits."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"durationMs": 10_000, "maxLines": 5_000}]},
+    )
 
     durationMs: int | None = Field(
         None, ge=MIN_DURATION_MS, le=MAX_DURATION_MS, description="capture length, ms"

@@ -38,15 +38,17 @@ if TYPE_CHECKING:
 
 router = APIRouter(tags=["otlp"])
 
-_BODY: dict[str, Any] = {
-    "requestBody": {
-        "required": True,
-        "content": {
-            "application/x-protobuf": {"schema": {"type": "string", "format": "binary"}},
-            "application/json": {"schema": {"type": "object"}},
-        },
-    }
-}
+
+def _body(example: dict[str, Any]) -> dict[str, Any]:
+    """The request body as OTLP/HTTP sends it; `example` is an empty export in JSON."""
+    json_body = {"schema": {"type": "object"}, "example": example}
+    binary = {"schema": {"type": "string", "format": "binary"}}
+    content = {"application/x-protobuf": binary, "application/json": json_body}
+    return {"requestBody": {"required": True, "content": content}}
+
+
+_TRACES_BODY = _body({"resourceSpans": []})
+_BODY = _body({"resourceMetrics": []})
 _ANSWERS: dict[int | str, dict[str, Any]] = {
     200: {"description": "Taken; `partialSuccess` counts what was not, `<reason>=<count>` items"},
     400: {"description": "Malformed body (google.rpc.Status, in the request's encoding)"},
@@ -57,7 +59,7 @@ _ANSWERS: dict[int | str, dict[str, Any]] = {
 }
 
 
-@router.post("/v1/traces", openapi_extra=_BODY, responses=_ANSWERS)
+@router.post("/v1/traces", openapi_extra=_TRACES_BODY, responses=_ANSWERS)
 async def receive_traces(request: Request) -> Response:
     """OTLP/HTTP trace export. Spans of `@svc/...` scopes and root spans are stored (the AI
     Traces page); other spans are counted in `partialSuccess.rejectedSpans`."""
