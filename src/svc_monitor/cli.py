@@ -59,7 +59,8 @@ def main(argv: list[str] | None = None) -> None:
         return
     if args.command == "config":
         rows = settings_report.report(settings, os.environ)
-        print(settings_report.as_json(rows) if args.json else settings_report.as_text(rows))  # noqa: T201
+        shown = settings_report.as_json(rows) if args.json else settings_report.as_text(rows)
+        print(shown)  # noqa: T201
         return
     serve(settings, embedded_valkey=args.embedded_valkey)
 
