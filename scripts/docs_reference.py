@@ -137,6 +137,10 @@ def settings_page() -> str:
         "Booleans take `true/1/yes/on` and `false/0/no/off`. An empty value means unset.",
         "**Secret** variables are never logged, shown or returned.",
         "",
+        "`svc-monitor config` prints every variable with the value a process started here",
+        "would run with and where it came from (`environment` or `default`), secrets masked",
+        "as `********`; `svc-monitor config --json` prints the same as one JSON object.",
+        "",
     ]
     current = None
     for name, info in Settings.model_fields.items():

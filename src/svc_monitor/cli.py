@@ -1,12 +1,21 @@
-"""The `svc-monitor` command.
+"""svc-monitor: self-hosted monitoring for Valkey and Redis.
 
-    svc-monitor [serve] [--embedded-valkey]     start the service on PORT
-    svc-monitor check-config                    validate the environment and exit
-    svc-monitor entitlement serve               start the entitlement server (licences)
-    svc-monitor license keygen --kid lic-YYYY-MM --private-key-out FILE
-                                                make a licence signing key pair
+It watches your instances read-only (or receives their metrics over OTLP), keeps their
+history, detects trouble and tells you: a web UI and HTTP API, webhooks, Prometheus and
+OTLP. Every setting is an environment variable.
 
-A bad environment variable ends the process with one line naming it (exit 2).
+commands:
+  serve                 start the service on PORT (the default when no command is given)
+  check-config          validate the environment and exit: 0 when it is good
+  config [--json]       print every setting's effective value and where it came from
+                        (environment or default), secrets masked
+  entitlement serve     start the entitlement server, which signs licences
+  license keygen        make a licence signing key pair for the entitlement server
+
+`svc-monitor COMMAND --help` describes a command and its options.
+
+A bad environment variable ends any command that reads the settings with one line naming
+it (exit 2).
 """
 
 import argparse
@@ -24,6 +33,7 @@ from pydantic import ValidationError
 
 from svc_monitor import __version__
 from svc_monitor.config import Settings, describe_validation_error
+from svc_monitor.kit import settings_report
 
 logger = logging.getLogger("svc_monitor")
 
@@ -46,6 +56,11 @@ def main(argv: list[str] | None = None) -> None:
     _configure_logging(settings.LOG_LEVEL)
     if args.command == "check-config":
         print("configuration ok")  # noqa: T201
+        return
+    if args.command == "config":
+        rows = settings_report.report(settings, os.environ)
+        shown = settings_report.as_json(rows) if args.json else settings_report.as_text(rows)
+        print(shown)  # noqa: T201
         return
     serve(settings, embedded_valkey=args.embedded_valkey)
 
@@ -188,32 +203,100 @@ def _deferred_sigterm(received: list[int]) -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+SETTINGS_REFERENCE = (
+    "Every setting is described in the configuration reference "
+    "(docs/reference/configuration.md);\n`svc-monitor config` shows the values this "
+    "environment gives."
+)
+
+SERVE_DESCRIPTION = f"""\
+Start the service: the web UI, the HTTP API (/api) and the pollers, on BIND_HOST:PORT.
+
+The settings that matter most (environment variables):
+  PORT, BIND_HOST           where it listens (3001, 0.0.0.0)
+  STORAGE_TYPE              memory (the default: history is lost on restart), sqlite,
+                            postgres or turso; STORAGE_URL for postgres and turso,
+                            STORAGE_SQLITE_FILEPATH for sqlite
+  DB_HOST, DB_PORT, DB_USERNAME, DB_PASSWORD, DB_TLS
+                            the instance watched as the default connection
+  ENCRYPTION_KEY            encrypts stored connection passwords (16+ characters)
+  AUTH_SECRET               signs session cookies; the same on every replica (32+)
+  SVC_DATA_DIR              where licences and local files are kept (./data)
+  LOG_LEVEL                 debug, info, warning or error
+
+{SETTINGS_REFERENCE}
+"""
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="svc-monitor", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="svc-monitor",
+        usage="%(prog)s [-h] [--version] [COMMAND [OPTIONS]]",
+        description=__doc__,
+        epilog=SETTINGS_REFERENCE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--version", action="version", version=f"svc-monitor {__version__}")
-    commands = parser.add_subparsers(dest="command")
-    serve_cmd = commands.add_parser("serve", help="start the service (the default)")
+    # The module docstring lists the commands in words; argparse's own list would repeat it.
+    commands = parser.add_subparsers(
+        dest="command", metavar="COMMAND", help=argparse.SUPPRESS, prog="svc-monitor"
+    )
+    serve_cmd = commands.add_parser(
+        "serve",
+        help="start the service (the default)",
+        description=SERVE_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     serve_cmd.add_argument(
         "--embedded-valkey",
         action="store_true",
         help="start a Valkey on a free loopback port and watch it as the default connection",
     )
-    commands.add_parser("check-config", help="validate the environment and exit")
-    entitlement = commands.add_parser("entitlement", help="the entitlement server")
+    commands.add_parser(
+        "check-config",
+        help="validate the environment and exit",
+        description="Validate the environment as `serve` would, print `configuration ok` and "
+        "exit 0; a bad variable ends with one line naming it (exit 2).",
+        epilog=SETTINGS_REFERENCE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    config_cmd = commands.add_parser(
+        "config",
+        help="print every setting's value and source, secrets masked",
+        description="Print every setting with the value `serve` would run with and where it "
+        "came from\n(environment or default). Secrets (passwords, keys, tokens, header "
+        "lists) show as ********.",
+        epilog=SETTINGS_REFERENCE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    config_cmd.add_argument(
+        "--json",
+        action="store_true",
+        help='print a JSON object instead: {"NAME": {"value", "source", "secret"}}',
+    )
+    entitlement = commands.add_parser(
+        "entitlement", help="the entitlement server, which signs licences"
+    )
     entitlement_commands = entitlement.add_subparsers(dest="entitlement_command", required=True)
     entitlement_commands.add_parser(
-        "serve", help="start it on ENTITLEMENT_PORT (its environment: docs/features/licensing.md)"
+        "serve",
+        help="start it on ENTITLEMENT_PORT (its environment: docs/features/licensing.md)",
+        description="Start the entitlement server on ENTITLEMENT_BIND_HOST:ENTITLEMENT_PORT; it "
+        "needs LICENSE_SIGNING_KID and LICENSE_SIGNING_PRIVATE_KEY (see `license keygen`).",
     )
     license_cmd = commands.add_parser("license", help="licence tools")
     license_commands = license_cmd.add_subparsers(dest="license_command", required=True)
     keygen_cmd = license_commands.add_parser(
-        "keygen", help="make a signing key pair; print the public half for keys.py"
+        "keygen",
+        help="make a signing key pair; print the public half for keys.py",
+        description="Write a new licence signing private key (mode 0600) and print the "
+        "environment the entitlement server needs and the public half to embed.",
     )
     keygen_cmd.add_argument("--kid", required=True, help="key id, lic-YYYY-MM")
     keygen_cmd.add_argument(
         "--private-key-out", required=True, help="file for the private key (created, mode 0600)"
     )
-    parser.set_defaults(command="serve", embedded_valkey=False)
+    parser.set_defaults(command="serve", embedded_valkey=False, json=False)
     return parser
 
 

@@ -86,12 +86,50 @@ class TestMatching:
             assert advisory_id in ids(engine, "99.0.0")
 
     def test_a_pre_release_sorts_before_its_release(self):
-        assert version_key("8.0.0-rc1") < version_key("8.0.0") < version_key("8.0.1")
+        assert version_key("8.0.0-rc1") < version_key("8.0.0-rc2") < version_key("8.0.0")
+        assert version_key("8.0.0") < version_key("8.0.1")
         assert version_key("7.2") == version_key("7.2.0")
 
-    def test_junk_is_refused(self):
+    @pytest.mark.parametrize(
+        ("version", "affected"),
+        [
+            pytest.param("9.0.5", False, id="the-line-before"),
+            pytest.param("9.1.0-rc1", False, id="rc-of-introduced"),
+            pytest.param("9.1.0", True, id="introduced"),
+            pytest.param("9.1.1", True, id="inside"),
+            pytest.param("9.1.2-rc1", True, id="rc-of-the-fix"),
+            pytest.param("9.1.2", False, id="fixed"),
+            pytest.param("9.1.10", False, id="two-digit-patch-after-the-fix"),
+        ],
+    )
+    def test_range_boundaries(self, version: str, affected: bool):
+        # GHSA-fq2f-crmw-q97r: introduced 9.1.0, fixed 9.1.2, in Valkey only.
+        assert ("GHSA-fq2f-crmw-q97r" in ids("valkey", version)) is affected
+
+    def test_release_candidates_are_told_apart(self):
+        # A fix that landed in rc2: rc1 has the flaw, rc2 does not.
+        document = raw()
+        advisory = {
+            **document["advisories"][0],
+            "engine": "valkey",
+            "component": "server",
+            "affected": [{"introduced": "8.0.0-rc1", "fixed": "8.0.0-rc2"}],
+        }
+        dataset = parse_dataset({**document, "advisories": [advisory]})
+        found = {
+            v: [
+                f.id
+                for f in scan(dataset, "valkey", v, today=TODAY).findings
+                if f.kind != "end_of_life"
+            ]
+            for v in ("7.2.8", "8.0.0-rc1", "8.0.0-rc2", "8.0.0")
+        }
+        assert found == {"7.2.8": [], "8.0.0-rc1": [advisory["id"]], "8.0.0-rc2": [], "8.0.0": []}
+
+    @pytest.mark.parametrize("version", ["seven", "", "9.1.x", "9" * 5000, "\u0667.0.0"])
+    def test_an_unreadable_version_is_refused_by_name(self, version: str):
         with pytest.raises(UnreadableVersion):
-            version_key("seven")
+            scan(shipped_dataset(), "valkey", version, today=TODAY)
 
 
 class TestEndOfLife:

@@ -771,6 +771,15 @@ class TestEngineVersion:
             pytest.param({"redis_version": "6.2.5"}, "6.2.5", id="redis"),
             pytest.param({"redis_version": 7}, "7", id="number-from-odd-server"),
             pytest.param({}, None, id="none"),
+            pytest.param(
+                {"valkey_version": "9.1.2", "valkey_release_stage": "ga"}, "9.1.2", id="vk-ga"
+            ),
+            # Valkey 8.1+ reports a release candidate as the release's number plus its stage.
+            pytest.param(
+                {"valkey_version": "9.1.0", "valkey_release_stage": "rc1"},
+                "9.1.0-rc1",
+                id="vk-rc",
+            ),
         ],
     )
     def test_prefers_valkey_version(
@@ -797,7 +806,10 @@ class TestParseVersion:
             pytest.param("1.2.3.4", (1, 2, 3), id="four-parts"),
             pytest.param("", (0, 0, 0), id="empty"),
             pytest.param("abc", (0, 0, 0), id="junk"),
-            pytest.param("v7.0.0", (0, 0, 0), id="v-prefix"),
+            pytest.param("v7.0.0", (7, 0, 0), id="v-prefix"),
+            pytest.param("255.255.255-dev", (255, 255, 255), id="valkey-unstable"),
+            pytest.param("7.9.225", (7, 9, 225), id="redis-8.0-milestone"),
+            pytest.param("7.0.x", (0, 0, 0), id="letter-part"),
             pytest.param("-1.2.3", (0, 0, 0), id="negative"),
             pytest.param("9" * 5000, (0, 0, 0), id="huge-major"),
             pytest.param("\u0667.0.0", (0, 0, 0), id="non-ascii-digit"),

@@ -5,6 +5,9 @@ from svc_monitor.system.version_check import VersionService
 from tests.fixtures.app import AppFactory, make_settings
 from tests.fixtures.licensing import RecordingServer
 
+MAJOR_MINOR = __version__.rsplit(".", 1)[0]
+NEXT_PATCH = f"{MAJOR_MINOR}.{int(__version__.rsplit('.', 1)[1]) + 1}"
+
 
 def never() -> bool:
     return False
@@ -32,6 +35,25 @@ class TestVersionCheck:
         service = VersionService(make_settings(ENTITLEMENT_URL=releases.url), air_gapped=never)
         await service.check_once()
         assert service.read().updateAvailable is False
+
+    @pytest.mark.parametrize(
+        ("latest", "update"),
+        [
+            pytest.param(f"{__version__}-rc1", False, id="a-pre-release-of-this-one"),
+            pytest.param(f"{NEXT_PATCH}-rc1", True, id="a-pre-release-of-the-next"),
+        ],
+    )
+    async def test_orders_pre_releases(self, releases: RecordingServer, latest: str, update: bool):
+        releases.reply = {"latest": latest}
+        service = VersionService(make_settings(ENTITLEMENT_URL=releases.url), air_gapped=never)
+        assert await service.check_once()
+        assert service.read().updateAvailable is update
+
+    async def test_a_reply_that_is_not_a_version_is_ignored(self, releases: RecordingServer):
+        releases.reply = {"latest": "latest-and-greatest"}
+        service = VersionService(make_settings(ENTITLEMENT_URL=releases.url), air_gapped=never)
+        assert not await service.check_once()
+        assert service.read().latest is None
 
     async def test_falls_back_to_the_release_api(self, releases: RecordingServer):
         service = VersionService(

@@ -5,18 +5,18 @@ from the gathered facts; an update fetched from CVE_DATASET_URL has the same for
 replaces it only when it parses whole (`parse_dataset` raises DatasetInvalid otherwise).
 
 Matching: an advisory applies when `introduced <= version < fixed` for one of its ranges
-(a range without `fixed` has no fixed release yet). Versions compare as semantic versions
-(major.minor.patch; a pre-release such as 8.0.0-rc1 sorts before 8.0.0). Advisories of a
+(a range without `fixed` has no fixed release yet). Versions compare as `packaging` orders
+them (kit/versions.py): 8.0.0-rc1 < 8.0.0-rc2 < 8.0.0 < 8.0.1, and 7.2 == 7.2.0. Advisories of a
 module (component other than "server") are never matched: the engine's version says nothing
 about a module's, so they are reported as unverifiable.
 """
 
 import json
-import re
 from datetime import date
 from importlib import resources
 from typing import Any, Literal
 
+from packaging.version import Version
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from svc_monitor.cve.models import (
@@ -29,12 +29,10 @@ from svc_monitor.cve.models import (
     Range,
     ScanResult,
 )
+from svc_monitor.kit.versions import server_version
 
 SERVER = "server"
 EOL_SEVERITY: Literal["medium"] = "medium"
-_VERSION_RE = re.compile(r"^v?(\d{1,9})(?:\.(\d{1,9}))?(?:\.(\d{1,9}))?(-[0-9A-Za-z.-]+)?$")
-
-VersionKey = tuple[int, int, int, int]
 
 
 class DatasetInvalid(ValueError):
@@ -42,16 +40,14 @@ class DatasetInvalid(ValueError):
 
 
 class UnreadableVersion(ValueError):
-    """A version string that is not major[.minor[.patch]][-pre-release]."""
+    """A version string that is not a version: the scan is skipped, the dataset refused."""
 
 
-def version_key(text: str) -> VersionKey:
-    """(major, minor, patch, 1 for a release / 0 for a pre-release); missing parts are 0."""
-    match = _VERSION_RE.match(text.strip())
-    if match is None:
+def version_key(text: str) -> Version:
+    version = server_version(text)
+    if version is None:
         raise UnreadableVersion(f"not a version: {text[:40]!r}")
-    major, minor, patch, pre = match.groups()
-    return (int(major), int(minor or 0), int(patch or 0), 0 if pre else 1)
+    return version
 
 
 # --- the file format ---
@@ -144,7 +140,7 @@ def shipped_dataset() -> Dataset:
 # --- matching ---
 
 
-def _affects(advisory: Advisory, version: VersionKey) -> Range | None:
+def _affects(advisory: Advisory, version: Version) -> Range | None:
     for r in advisory.affected:
         if version_key(r.introduced) <= version and (
             r.fixed is None or version < version_key(r.fixed)
@@ -154,7 +150,7 @@ def _affects(advisory: Advisory, version: VersionKey) -> Range | None:
 
 
 def end_of_life(dataset: Dataset, engine: Engine, version: str, *, today: date) -> EndOfLife:
-    major, minor, _, _ = version_key(version)
+    major, minor = (*version_key(version).release, 0)[:2]
     cycle = f"{major}.{minor}"
     found = next((c for c in dataset.eol_cycles if c.engine == engine and c.cycle == cycle), None)
     if found is None:

@@ -41,10 +41,11 @@ Choices made here, each pinned by a test in tests/engine/test_info.py:
 """
 
 import math
-import re
 from collections.abc import Callable, Iterator, Mapping, Set as AbstractSet
 from dataclasses import dataclass
 from typing import Literal
+
+from svc_monitor.kit.versions import release_parts
 
 Scalar = str | int | float
 FieldValue = Scalar | dict[str, Scalar]
@@ -103,9 +104,6 @@ _TEXT_FIELDS = frozenset(
         "tls_ca_cert_serial",
     }
 )
-
-# Digits only, at most 9 per part so int() is cheap and bounded; a longer part is junk.
-_VERSION_RE = re.compile(r"([0-9]{1,9})(?:\.([0-9]{1,9}))?(?:\.([0-9]{1,9}))?(?![0-9])")
 
 _isfinite = math.isfinite
 
@@ -590,19 +588,21 @@ def detect_engine(info: ParsedInfo) -> Literal["valkey", "redis"]:
 
 
 def engine_version(info: ParsedInfo) -> str | None:
-    """The engine's own version: valkey_version on Valkey, not its compat redis_version."""
+    """The engine's own version: valkey_version on Valkey, not its compat redis_version.
+
+    A Valkey release candidate reports the release's number with valkey_release_stage:rc1
+    (Valkey 8.1+; "ga" for a release): it is read as "9.1.0-rc1", so that it orders before
+    9.1.0 and is not taken to carry 9.1.0's fixes.
+    """
     version = info.get_str("server", "valkey_version")
-    return version if version is not None else info.get_str("server", "redis_version")
+    if version is None:
+        return info.get_str("server", "redis_version")
+    stage = (info.get_str("server", "valkey_release_stage") or "ga").strip().lower()
+    return version if stage in ("ga", "") else f"{version}-{stage}"
 
 
 def parse_version(text: str) -> tuple[int, int, int]:
-    """Leading `major[.minor[.patch]]` as ints; missing parts are 0, junk is (0, 0, 0).
-
-    Suffixes are ignored ("8.1.0-rc1" is (8, 1, 0)); a part of more than nine digits
-    makes the whole thing junk rather than a huge number.
-    """
-    match = _VERSION_RE.match(text.strip())
-    if match is None:
-        return (0, 0, 0)
-    major, minor, patch = match.groups()
-    return (int(major), int(minor or 0), int(patch or 0))
+    """(major, minor, patch) for feature gates: a pre-release counts as its release
+    ("8.1.0-rc1" is (8, 1, 0)), missing parts are 0, and anything that is not a version
+    (junk, a part of thousands of digits) is (0, 0, 0)."""
+    return release_parts(text)

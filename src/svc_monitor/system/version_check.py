@@ -7,7 +7,6 @@ only leaves `latest` as it was.
 
 import asyncio
 import logging
-import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -16,11 +15,10 @@ from svc_monitor import __version__
 from svc_monitor.config import Settings
 from svc_monitor.kit.gil_handover import to_thread
 from svc_monitor.kit.outbound import get_json
+from svc_monitor.kit.versions import is_newer, server_version
 from svc_monitor.system.schemas import VersionRead
 
 logger = logging.getLogger(__name__)
-
-_VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)")
 
 
 class VersionService:
@@ -39,7 +37,7 @@ class VersionService:
         return VersionRead(
             current=__version__,
             latest=latest,
-            updateAvailable=latest is not None and _key(latest) > _key(__version__),
+            updateAvailable=latest is not None and is_newer(latest, __version__),
             releaseUrl=self._release_url,
             checkedAt=self._checked_at,
             versionCheckIntervalMs=self._settings.VERSION_CHECK_INTERVAL_MS,
@@ -84,15 +82,7 @@ def _from_payload(payload: Any) -> tuple[str, str | None] | None:
     if not isinstance(payload, dict):
         return None
     version = payload.get("latest") or payload.get("version") or payload.get("tag_name")
-    if not isinstance(version, str) or not _VERSION.match(version):
+    if not isinstance(version, str) or server_version(version) is None:
         return None
     url = payload.get("releaseUrl") or payload.get("html_url")
     return version.removeprefix("v"), url if isinstance(url, str) else None
-
-
-def _key(version: str) -> tuple[int, int, int]:
-    match = _VERSION.match(version)
-    if match is None:
-        return (0, 0, 0)
-    major, minor, patch = (int(g) for g in match.groups())
-    return major, minor, patch
