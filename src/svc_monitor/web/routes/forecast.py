@@ -37,7 +37,7 @@ class Metric:
 
 
 METRICS = (
-    Metric("opsPerSec", "Ops/sec", "number"),
+    Metric("opsPerSec", "Operations per second", "number"),
     Metric("usedMemory", "Memory", "bytes"),
     Metric("cpuTotal", "CPU", "percent"),
     Metric("memFragmentation", "Fragmentation", "number"),
@@ -60,6 +60,7 @@ class Card:
         f = self.forecast
         return {
             "unit": self.metric.unit,
+            "axis": self.metric.title,
             "ceiling": f.ceiling,
             "points": [[p.t, p.value] for p in f.points],
             "projection": [[p.t, p.value] for p in f.projection],
