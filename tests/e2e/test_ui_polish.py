@@ -15,7 +15,14 @@ from typing import Any
 
 import httpx
 import pytest
-from playwright.async_api import Browser, BrowserContext, Page, ViewportSize, expect
+from playwright.async_api import (
+    Browser,
+    BrowserContext,
+    Page,
+    StorageState,
+    ViewportSize,
+    expect,
+)
 
 from tests.fixtures.app import target_of
 from tests.fixtures.axe import violations
@@ -61,7 +68,7 @@ async def service(watched: RunningServer) -> AsyncIterator[LiveService]:
 
 
 @pytest.fixture(scope="module")
-async def signed_in(browser: Browser, service: LiveService) -> dict[str, Any]:
+async def signed_in(browser: Browser, service: LiveService) -> StorageState:
     """The admin's cookies, after claiming the fresh install through its page."""
     context = await browser.new_context(viewport=WIDE, bypass_csp=True)
     try:
@@ -73,16 +80,15 @@ async def signed_in(browser: Browser, service: LiveService) -> dict[str, Any]:
         await page.fill('input[name="password"]', PASSWORD)
         await page.click('[data-action="claim"]')
         await expect(page.locator("[data-account] .account-name")).to_have_text(NAME)
-        state: dict[str, Any] = dict(await context.storage_state())
-        return state
+        return await context.storage_state()
     finally:
         await context.close()
 
 
-async def _context(browser: Browser, state: dict[str, Any], size: ViewportSize) -> BrowserContext:
+async def _context(browser: Browser, state: StorageState, size: ViewportSize) -> BrowserContext:
     # bypass_csp: axe is injected as an inline script, which the app's policy forbids.
     return await browser.new_context(
-        viewport=size, storage_state=state, bypass_csp=True, color_scheme="light"  # type: ignore[arg-type]
+        viewport=size, storage_state=state, bypass_csp=True, color_scheme="light"
     )
 
 
@@ -101,7 +107,7 @@ class Tab:
 
 
 @pytest.fixture(scope="module")
-async def phone_tab(browser: Browser, signed_in: dict[str, Any]) -> AsyncIterator[Tab]:
+async def phone_tab(browser: Browser, signed_in: StorageState) -> AsyncIterator[Tab]:
     context = await _context(browser, signed_in, PHONE)
     try:
         yield Tab(await context.new_page())
@@ -110,7 +116,7 @@ async def phone_tab(browser: Browser, signed_in: dict[str, Any]) -> AsyncIterato
 
 
 @pytest.fixture(scope="module")
-async def wide_tab(browser: Browser, signed_in: dict[str, Any]) -> AsyncIterator[Tab]:
+async def wide_tab(browser: Browser, signed_in: StorageState) -> AsyncIterator[Tab]:
     context = await _context(browser, signed_in, WIDE)
     try:
         yield Tab(await context.new_page())
