@@ -168,11 +168,21 @@
     return Number(x.toFixed(digits)).toLocaleString(undefined, { maximumFractionDigits: digits });
   }
 
-  // Tick labels: as many decimals as the step between ticks needs, and more while two
-  // ticks would still read the same (a CPU axis of 0.10, 0.12, 0.14 must not say 0.1 thrice).
+  // Steps between ticks: 1, 2 or 5 times a power of ten in the chart's unit (0.5 MiB, not
+  // 524288 B), so each label needs only the decimals of its step ("7.5" is never shown
+  // as "8" beside a "5").
+  function tickSteps(unit) {
+    const steps = [];
+    for (let e = -4; e <= 15; e++) for (const m of [1, 2, 5]) steps.push(m * 10 ** e * unit.div);
+    return steps;
+  }
+
+  // Tick labels: the decimals the step needs, and more while two ticks would still read
+  // the same (a CPU axis of 0.10, 0.12, 0.14 must not say 0.1 thrice).
   function tickLabels(splits, incr, unit) {
     const step = Math.abs(incr / unit.div) || 1;
-    let digits = Math.min(6, Math.max(0, Math.ceil(-Math.log10(step) - 1e-9)));
+    let digits = 0;
+    while (digits < 6 && Math.abs(step * 10 ** digits - Math.round(step * 10 ** digits)) > 1e-6) digits++;
     const render = (d) =>
       splits.map((v) => (v / unit.div).toLocaleString(undefined, { minimumFractionDigits: d, maximumFractionDigits: d }));
     let labels = render(digits);
@@ -199,6 +209,7 @@
       label: withUnit(words, unit),
       labelSize: 20,
       size: 60,
+      incrs: tickSteps(unit),
       values: (u, splits, axisIdx, space, incr) => tickLabels(splits, incr, unit),
     };
   }
