@@ -393,7 +393,23 @@ class TestAccessibility:
                 await expect(wide.locator(".opblock-body").first).to_be_visible()
             if problems := await violations(wide, axe):
                 found[path] = problems
+            # The dark theme has its own colours, so its own contrast to check.
+            await wide.emulate_media(color_scheme="dark")
+            try:
+                if problems := await violations(wide, axe):
+                    found[f"{path} (dark)"] = problems
+            finally:
+                await wide.emulate_media(color_scheme="light")
         assert not found
+
+    async def test_the_check_sees_a_real_problem(self, wide: Page, service: LiveService, axe: Path):
+        """So that an empty list above means a clean page, not a check that never ran."""
+        await wide.goto(service.url + "/")
+        await wide.evaluate(
+            "document.querySelector('main').append(Object.assign("
+            "document.createElement('img'), { src: '/static/favicon.svg' }))"
+        )
+        assert [v for v in await violations(wide, axe) if v.startswith("image-alt")]
 
     async def test_no_serious_or_critical_finding_on_a_phone_with_the_menu_open(
         self, phone: Page, service: LiveService, axe: Path

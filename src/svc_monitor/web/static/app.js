@@ -456,7 +456,9 @@
   // --- wide tables scroll in their own box: a keyboard user tabs to the box and scrolls it
   // with the arrow keys, and a screen reader hears which table the box holds ---
   function tableBoxes(root) {
-    for (const box of root.querySelectorAll(".table-wrap")) {
+    const boxes = [...root.querySelectorAll(".table-wrap")];
+    if (root.matches && root.matches(".table-wrap")) boxes.push(root); // an htmx swap of the box itself
+    for (const box of boxes) {
       if (box.hasAttribute("tabindex")) continue;
       const table = box.querySelector("table");
       box.tabIndex = 0;
