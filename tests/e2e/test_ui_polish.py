@@ -344,6 +344,35 @@ class TestCustomRange:
         await expect(wide).to_have_url(re.compile(r"\?range=1h$"))
         await expect(memory).to_have_attribute("data-point-count", re.compile(r"^[1-9]"))
 
+    async def test_the_slow_log_lists_a_custom_window_kept_in_the_url(
+        self, wide: Page, service: LiveService
+    ):
+        await wide.goto(service.url + "/slowlog")
+        await expect(wide.locator("table.log-entries [data-entry]").first).to_be_visible()
+        start = (datetime.now() - timedelta(days=1)).replace(second=0, microsecond=0)
+        end = start + timedelta(hours=1)
+        filters = wide.get_by_role("search", name="Filter entries")
+        await filters.get_by_label("From", exact=True).fill(start.strftime("%Y-%m-%dT%H:%M"))
+        await filters.get_by_label("To", exact=True).fill(end.strftime("%Y-%m-%dT%H:%M"))
+        await filters.get_by_role("button", name="Apply").click()
+        from_ms = int(start.timestamp() * 1000)
+        await expect(wide).to_have_url(re.compile(rf"from={from_ms}&to={from_ms + 3_600_000}"))
+        await expect(wide.get_by_text("No stored entries match these filters.")).to_be_visible()
+
+        await wide.reload()
+        await expect(filters.get_by_label("From", exact=True)).to_have_value(
+            start.strftime("%Y-%m-%dT%H:%M")
+        )
+        await expect(filters.get_by_label("To", exact=True)).to_have_value(
+            end.strftime("%Y-%m-%dT%H:%M")
+        )
+        # A preset window replaces it.
+        await filters.get_by_label("Time window").select_option(label="Last hour")
+        await filters.get_by_role("button", name="Apply").click()
+        await expect(wide).to_have_url(re.compile(r"window=1h"))
+        assert not re.search(r"from=\d", wide.url)
+        await expect(wide.locator("table.log-entries [data-entry]").first).to_be_visible()
+
     async def test_from_after_to_is_refused_with_a_message(self, wide: Page, service: LiveService):
         await wide.goto(service.url + "/memory")
         picker = wide.locator("[data-range-custom]").first

@@ -470,9 +470,35 @@
     }
   }
 
+  // --- a list's custom window (the slow log's filters): the form sends epoch ms, which
+  // the browser alone can read its local From/To as; a preset window clears it ---
+  function epochFields(root) {
+    for (const input of root.querySelectorAll("input[data-epoch-into]")) {
+      const hidden = input.form && input.form.elements.namedItem(input.dataset.epochInto);
+      if (hidden && hidden.value) input.value = localInput(Number(hidden.value));
+    }
+  }
+  document.addEventListener("change", (event) => {
+    const input = event.target;
+    const form = input.form;
+    if (!form) return;
+    if (input.dataset && input.dataset.epochInto) {
+      const ms = new Date(input.value).getTime();
+      form.elements.namedItem(input.dataset.epochInto).value = isNaN(ms) ? "" : String(ms);
+      const preset = form.elements.namedItem("window");
+      if (preset && !isNaN(ms)) preset.value = "";
+    } else if (input.name === "window") {
+      for (const field of form.querySelectorAll("input[data-epoch-into]")) {
+        field.value = "";
+        form.elements.namedItem(field.dataset.epochInto).value = "";
+      }
+    }
+  });
+
   function enhance(root) {
     localTimes(root);
     tableBoxes(root);
+    epochFields(root);
     if (typeof uPlot === "undefined") return;
     for (const block of root.querySelectorAll("[data-charts]")) {
       if (!block.chartBlock) block.chartBlock = new ChartBlock(block);
