@@ -33,7 +33,7 @@ from svc_monitor.slowlog.models import EntryFilter
 from svc_monitor.slowlog.schemas import PatternAnalysis, StoredLogEntry
 from svc_monitor.slowlog.service import SlowlogService
 from svc_monitor.web.dependencies import Ui, UiDep
-from svc_monitor.web.links import filter_query
+from svc_monitor.web.links import custom_window, filter_query
 from svc_monitor.web.live import pushed
 from svc_monitor.web.pages import Page
 from svc_monitor.web.sections import Section, load
@@ -131,13 +131,12 @@ def parse_filters(
     until: str | None = None,
 ) -> Filters:
     """The query as typed; anything unusable falls back to its default instead of a 422."""
-    start, end = _whole(since), _whole(until)
-    custom = start is not None and end is not None and start < end
+    custom = custom_window(since, until)
     return Filters(
         log=log if log in TABS else "slow",
-        window=window if window in WINDOWS and not custom else "",
-        since=start if custom else None,
-        until=end if custom else None,
+        window=window if window in WINDOWS and custom is None else "",
+        since=custom[0] if custom else None,
+        until=custom[1] if custom else None,
         command=(command or "").strip()[:COMMAND_CHARS],
         min=_whole(min_),
         page=_whole(page) or 0,
