@@ -373,6 +373,30 @@ class TestCustomRange:
         assert not re.search(r"from=\d", wide.url)
         await expect(wide.locator("table.log-entries [data-entry]").first).to_be_visible()
 
+    async def test_the_activity_log_lists_a_custom_window(self, wide: Page, service: LiveService):
+        await wide.goto(service.url + "/activity")
+        await expect(wide.locator("[data-activity] tr[data-entry]").first).to_be_visible()
+        filters = wide.get_by_role("search", name="Filter the activity log")
+        start = (datetime.now() - timedelta(days=1)).replace(second=0, microsecond=0)
+        await filters.get_by_label("From", exact=True).fill(start.strftime("%Y-%m-%dT%H:%M"))
+        await filters.get_by_label("To", exact=True).fill(
+            (start + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M")
+        )
+        await filters.get_by_role("button", name="Apply").click()
+        await expect(wide).to_have_url(re.compile(r"from=\d+&to=\d+"))
+        await expect(wide.get_by_text("Nothing matches these filters.")).to_be_visible()
+
+        # A window around now holds the claim made at the start of this module.
+        now = datetime.now().replace(second=0, microsecond=0)
+        await filters.get_by_label("From", exact=True).fill(
+            (now - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M")
+        )
+        await filters.get_by_label("To", exact=True).fill(
+            (now + timedelta(minutes=2)).strftime("%Y-%m-%dT%H:%M")
+        )
+        await filters.get_by_role("button", name="Apply").click()
+        await expect(wide.locator("[data-activity] tr[data-entry]").first).to_be_visible()
+
     async def test_from_after_to_is_refused_with_a_message(self, wide: Page, service: LiveService):
         await wide.goto(service.url + "/memory")
         picker = wide.locator("[data-range-custom]").first
