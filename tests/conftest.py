@@ -14,6 +14,7 @@ pytest_plugins = [
     "tests.fixtures.otlp_receiver",
     "tests.fixtures.private_postgres",
     "tests.fixtures.sshd",
+    "tests.fixtures.axe",
 ]
 
 

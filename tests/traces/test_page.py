@@ -71,6 +71,21 @@ class TestStates:
         assert '<option value="ok" selected>' in html
         assert f'data-trace="{ok[0].trace_id.hex()}"' in html
 
+    async def test_a_custom_from_to_window_lists_the_traces_it_holds(self, api: RunningApp):
+        earlier, recent = checkout(), checkout()
+        day_ago = time.time_ns() - 86_400_000 * MS
+        await export(api, *earlier, start_ns=day_ago)
+        await export(api, *recent)
+        start = day_ago // MS - 600_000
+        html = await page(api, f"from={start}&to={start + 1_200_000}")
+        assert f'data-trace="{earlier[0].trace_id.hex()}"' in html
+        assert f'data-trace="{recent[0].trace_id.hex()}"' not in html
+        assert f'name="from" value="{start}"' in html
+        # From after To is no window: the default hour again.
+        html = await page(api, f"from={start + 1_200_000}&to={start}")
+        assert f'data-trace="{recent[0].trace_id.hex()}"' in html
+        assert f'data-trace="{earlier[0].trace_id.hex()}"' not in html
+
 
 class TestSpanView:
     async def test_a_span_shows_its_attributes_and_events(self, api: RunningApp):

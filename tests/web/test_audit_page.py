@@ -1,5 +1,6 @@
 """The ACL audit page against a real Valkey: denials the audit poll stores show on it."""
 
+import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -144,6 +145,25 @@ class TestAuditPage:
         assert 'data-username="somebody-else"' in section(
             await page(app, "?reason=bogus&window=forever&page=x"), "entries"
         )
+
+    async def test_a_custom_from_to_window_keeps_only_its_entries(
+        self, app: RunningApp, acl_server: RunningServer
+    ):
+        await wrong_password(acl_server, "limited")
+
+        async def recorded() -> bool:
+            return bool(await stored(app, reason="auth"))
+
+        await eventually(recorded)
+        now = int(time.time() * 1000)
+        around = section(await page(app, f"?from={now - 600_000}&to={now + 60_000}"), "entries")
+        assert 'data-username="limited"' in around
+        day_before = now - 86_400_000
+        yesterday = await page(app, f"?from={day_before}&to={day_before + 3_600_000}")
+        assert 'data-username="limited"' not in section(yesterday, "entries")
+        assert "No failed authentications stored in this window." in yesterday
+        assert f'name="from" value="{day_before}"' in yesterday
+        assert "Clear filters" in yesterday
 
     async def test_hostile_usernames_are_shown_escaped(
         self, app: RunningApp, acl_server: RunningServer

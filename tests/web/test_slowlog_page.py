@@ -3,6 +3,7 @@ the COMMANDLOG tabs on Valkey, their requirement on Redis, and states without an
 
 import random
 import re
+import time
 from collections.abc import AsyncIterator, Callable, Iterator
 
 import pytest
@@ -103,6 +104,29 @@ class TestSlowTab:
         assert not ROW.search(narrowed)
         assert "No stored entries match these filters." in narrowed
         assert "Clear filters" in narrowed
+
+    async def test_a_custom_from_to_window_keeps_only_its_rows(
+        self, app: RunningApp, logging_valkey: RunningServer
+    ):
+        tag = new_tag()
+        with logging_valkey.client() as conn:
+            conn.set(f"{tag}:k", "v")
+        await shows(app, f"SET {tag}:k v")
+        now = int(time.time() * 1000)
+        around = await page(app, **{"from": str(now - 600_000), "to": str(now + 60_000)})
+        assert f"SET {tag}:k v" in around
+        day_before = now - 86_400_000
+        yesterday = await page(app, **{"from": str(day_before), "to": str(day_before + 3_600_000)})
+        assert not ROW.search(yesterday)
+        assert "No stored entries match these filters." in yesterday
+        # The window stays in the form, and in the query the table refreshes with.
+        assert f'name="from" value="{day_before}"' in yesterday
+        refresh = re.search(r'hx-get="(/ui/slowlog/log\?[^"]*)"', yesterday)
+        assert refresh
+        assert f"from={day_before}&amp;to={day_before + 3_600_000}" in refresh.group(1)
+        # From after To is no window: every stored row again, as with no filter.
+        backwards = await page(app, **{"from": str(now), "to": str(day_before)})
+        assert f"SET {tag}:k v" in backwards
 
     async def test_a_full_page_links_to_the_older_one(
         self, app: RunningApp, logging_valkey: RunningServer

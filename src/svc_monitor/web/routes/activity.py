@@ -15,7 +15,7 @@ from fastapi.responses import RedirectResponse, Response
 from svc_monitor.auth.models import ActivityEntry
 from svc_monitor.events import now_ms
 from svc_monitor.web.dependencies import UiDep
-from svc_monitor.web.links import filter_query
+from svc_monitor.web.links import custom_window, filter_query
 from svc_monitor.web.pages import Page
 
 PAGE = Page("activity", "/activity", "Activity", needs_connection=False, audience="admins")
@@ -38,16 +38,21 @@ class Filters:
     action: str = ""
     window: str = ""
     cursor: str = ""
+    # A custom window (epoch ms, the browser's From/To); it takes the place of `window`.
+    start: int | None = None
+    end: int | None = None
 
     @property
     def active(self) -> bool:
-        return bool(self.actor or self.action or self.window)
+        return bool(self.actor or self.action or self.window or self.start is not None)
 
     def query(self, **changes: object) -> str:
         values = {
             "actor": self.actor,
             "action": self.action,
             "window": self.window,
+            "from": "" if self.start is None else str(self.start),
+            "to": "" if self.end is None else str(self.end),
             "cursor": self.cursor,
         }
         return filter_query(values, changes)
@@ -60,15 +65,26 @@ async def activity_page(
     action: Annotated[str, Query(max_length=200)] = "",
     window: Annotated[str, Query(max_length=8)] = "",
     cursor: Annotated[str, Query(max_length=20)] = "",
+    since: Annotated[str, Query(alias="from", max_length=20)] = "",
+    until: Annotated[str, Query(alias="to", max_length=20)] = "",
 ) -> Response:
     if not ui.viewer.workspace:
         return RedirectResponse("/", status_code=303)
-    filters = Filters(actor.strip(), action.strip(), window if window in WINDOWS else "", cursor)
+    custom = custom_window(since, until)
+    filters = Filters(
+        actor.strip(),
+        action.strip(),
+        window if window in WINDOWS and custom is None else "",
+        cursor,
+        start=custom[0] if custom else None,
+        end=custom[1] if custom else None,
+    )
     span = WINDOWS.get(filters.window)
     entries, next_cursor = await ui.services.auth.activity.page(
         actor=filters.actor or None,
         action=filters.action or None,
-        since=now_ms() - span[1] if span else None,
+        since=now_ms() - span[1] if span else filters.start,
+        until=filters.end,
         cursor=int(cursor) if cursor.isdigit() else None,
         limit=PAGE_SIZE,
     )

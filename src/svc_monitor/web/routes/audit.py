@@ -19,7 +19,7 @@ from svc_monitor.engine.capabilities import EngineIdentity, unavailable_reason
 from svc_monitor.engine.info import parse_version
 from svc_monitor.events import now_ms
 from svc_monitor.web.dependencies import Ui, UiDep
-from svc_monitor.web.links import filter_query
+from svc_monitor.web.links import custom_window, filter_query
 from svc_monitor.web.live import pushed
 from svc_monitor.web.pages import Page
 from svc_monitor.web.sections import Section, load
@@ -48,15 +48,18 @@ class Filters:
     username: str = ""
     reason: str = ""
     window: str = ""  # a WINDOWS key; "" is all of history
+    # A custom window (epoch ms, the browser's From/To); it takes the place of `window`.
+    start: int | None = None
+    end: int | None = None
     page: int = 0
 
     @property
     def active(self) -> bool:
-        return bool(self.username or self.reason or self.window)
+        return bool(self.username or self.reason or self.window or self.start is not None)
 
     def since(self) -> int | None:
         window = WINDOWS.get(self.window)
-        return now_ms() - window[1] if window else None
+        return now_ms() - window[1] if window else self.start
 
     def query(self, **changes: object) -> str:
         """This query string with `changes`, empty values left out (for links)."""
@@ -64,6 +67,8 @@ class Filters:
             "username": self.username,
             "reason": self.reason,
             "window": self.window,
+            "from": "" if self.start is None else str(self.start),
+            "to": "" if self.end is None else str(self.end),
             "page": str(self.page) if self.page else "",
         }
         return filter_query(values, changes)
@@ -80,14 +85,23 @@ class AuditView:
 
 
 def parse_filters(
-    username: str | None, reason: str | None, window: str | None, page: str | None
+    username: str | None,
+    reason: str | None,
+    window: str | None,
+    page: str | None,
+    *,
+    since: str | None = None,
+    until: str | None = None,
 ) -> Filters:
     """The query as typed; anything unusable falls back to its default instead of a 422."""
     page_text = (page or "").strip()
+    custom = custom_window(since, until)
     return Filters(
         username=(username or "")[:USERNAME_CHARS],
         reason=reason if reason in REASONS else "",
-        window=window if window in WINDOWS else "",
+        window=window if window in WINDOWS and custom is None else "",
+        start=custom[0] if custom else None,
+        end=custom[1] if custom else None,
         page=int(page_text) if page_text.isdigit() and len(page_text) <= 9 else 0,
     )
 
@@ -120,7 +134,7 @@ async def read_audit(ui: Ui, connection: Connection, filters: Filters) -> AuditV
             connection.id,
             reason="auth",
             since=since,
-            until=None,
+            until=filters.end,
             limit=FAILED_AUTH_SHOWN,
             offset=0,
         )
@@ -132,7 +146,7 @@ async def read_audit(ui: Ui, connection: Connection, filters: Filters) -> AuditV
             username=filters.username or None,
             reason=filters.reason or None,
             since=since,
-            until=None,
+            until=filters.end,
             limit=PAGE_SIZE + 1,
             offset=filters.page * PAGE_SIZE,
         )
@@ -155,6 +169,8 @@ Username = Annotated[str | None, Query()]
 Reason = Annotated[str | None, Query()]
 Window = Annotated[str | None, Query()]
 PageNumber = Annotated[str | None, Query(alias="page")]
+Since = Annotated[str | None, Query(alias="from")]
+Until = Annotated[str | None, Query(alias="to")]
 
 
 @router.get("/audit")
@@ -164,10 +180,12 @@ async def audit_page(
     reason: Reason = None,
     window: Window = None,
     page: PageNumber = None,
+    since: Since = None,
+    until: Until = None,
 ) -> HTMLResponse:
     if pushed(ui.shell):
         return ui.page(PAGE, "audit/page.html")
-    filters = parse_filters(username, reason, window, page)
+    filters = parse_filters(username, reason, window, page, since=since, until=until)
     connection = ui.shell.connection
     view = None if connection is None else await read_audit(ui, connection, filters)
     return ui.page(PAGE, "audit/page.html", filters=filters, view=view, **await _lists(ui))
@@ -180,11 +198,13 @@ async def audit_trail(
     reason: Reason = None,
     window: Window = None,
     page: PageNumber = None,
+    since: Since = None,
+    until: Until = None,
 ) -> HTMLResponse:
     """Totals and entries alone, which the first page refreshes as the poll stores more."""
     if pushed(ui.shell):
         return ui.fragment("shell/needs_live.html")
-    filters = parse_filters(username, reason, window, page)
+    filters = parse_filters(username, reason, window, page, since=since, until=until)
     connection = ui.shell.connection
     view = None if connection is None else await read_audit(ui, connection, filters)
     return ui.fragment("audit/trail.html", view=view, **await _lists(ui))

@@ -34,13 +34,14 @@ class Metric:
     kind: str
     title: str
     unit: str  # the chart's and the values' format: bytes, percent, number
+    axis: str  # the chart's y axis in words, short enough for its 180 px height
 
 
 METRICS = (
-    Metric("opsPerSec", "Ops/sec", "number"),
-    Metric("usedMemory", "Memory", "bytes"),
-    Metric("cpuTotal", "CPU", "percent"),
-    Metric("memFragmentation", "Fragmentation", "number"),
+    Metric("opsPerSec", "Operations per second", "number", "Per second"),
+    Metric("usedMemory", "Memory", "bytes", "Memory"),
+    Metric("cpuTotal", "CPU", "percent", "CPU"),
+    Metric("memFragmentation", "Fragmentation", "number", "Ratio"),
 )
 _BY_KIND = {m.kind: m for m in METRICS}
 
@@ -60,6 +61,7 @@ class Card:
         f = self.forecast
         return {
             "unit": self.metric.unit,
+            "axis": self.metric.axis,
             "ceiling": f.ceiling,
             "points": [[p.t, p.value] for p in f.points],
             "projection": [[p.t, p.value] for p in f.projection],

@@ -33,7 +33,7 @@ from svc_monitor.slowlog.models import EntryFilter
 from svc_monitor.slowlog.schemas import PatternAnalysis, StoredLogEntry
 from svc_monitor.slowlog.service import SlowlogService
 from svc_monitor.web.dependencies import Ui, UiDep
-from svc_monitor.web.links import filter_query
+from svc_monitor.web.links import custom_window, filter_query
 from svc_monitor.web.live import pushed
 from svc_monitor.web.pages import Page
 from svc_monitor.web.sections import Section, load
@@ -83,6 +83,9 @@ class Filters:
 
     log: str = "slow"
     window: str = ""  # a WINDOWS key; "" is all of history
+    # A custom window (epoch ms, the browser's From/To); it takes the place of `window`.
+    since: int | None = None
+    until: int | None = None
     command: str = ""
     min: int | None = None
     page: int = 0
@@ -96,6 +99,8 @@ class Filters:
         values = {
             "log": self.log,
             "window": self.window,
+            "from": "" if self.since is None else str(self.since),
+            "to": "" if self.until is None else str(self.until),
             "command": self.command,
             "min": "" if self.min is None else str(self.min),
             "page": str(self.page) if self.page else "",
@@ -116,12 +121,22 @@ class LogView:
 
 
 def parse_filters(
-    log: str | None, window: str | None, command: str | None, min_: str | None, page: str | None
+    log: str | None,
+    window: str | None,
+    command: str | None,
+    min_: str | None,
+    page: str | None,
+    *,
+    since: str | None = None,
+    until: str | None = None,
 ) -> Filters:
     """The query as typed; anything unusable falls back to its default instead of a 422."""
+    custom = custom_window(since, until)
     return Filters(
         log=log if log in TABS else "slow",
-        window=window if window in WINDOWS else "",
+        window=window if window in WINDOWS and custom is None else "",
+        since=custom[0] if custom else None,
+        until=custom[1] if custom else None,
         command=(command or "").strip()[:COMMAND_CHARS],
         min=_whole(min_),
         page=_whole(page) or 0,
@@ -179,8 +194,8 @@ async def _history(
     service: SlowlogService, connection: Connection, filters: Filters
 ) -> list[StoredLogEntry]:
     window = WINDOWS.get(filters.window)
-    since = now_ms() - window[1] if window else None
-    where = EntryFilter(since, None, filters.command or None, filters.min)
+    since = now_ms() - window[1] if window else filters.since
+    where = EntryFilter(since, filters.until, filters.command or None, filters.min)
     # One row past the page says whether an older page exists.
     limit, offset = PAGE_SIZE + 1, filters.page * PAGE_SIZE
     log_type = filters.tab.log_type
@@ -198,6 +213,8 @@ Window = Annotated[str | None, Query()]
 Command = Annotated[str | None, Query()]
 Min = Annotated[str | None, Query(alias="min")]
 PageNumber = Annotated[str | None, Query(alias="page")]
+Since = Annotated[str | None, Query(alias="from")]
+Until = Annotated[str | None, Query(alias="to")]
 
 
 @router.get("/slowlog")
@@ -208,11 +225,13 @@ async def slowlog_page(
     command: Command = None,
     min_: Min = None,
     page: PageNumber = None,
+    since: Since = None,
+    until: Until = None,
 ) -> HTMLResponse:
     """The tabs, the filters, one page of stored entries and the pattern analysis."""
     if pushed(ui.shell):
         return ui.page(PAGE, "slowlog/page.html")
-    filters = parse_filters(log, window, command, min_, page)
+    filters = parse_filters(log, window, command, min_, page, since=since, until=until)
     connection = ui.shell.connection
     view = None if connection is None else await read_log(ui, connection, filters)
     return ui.page(PAGE, "slowlog/page.html", filters=filters, view=view, **_lists(ui))
@@ -226,11 +245,13 @@ async def slowlog_log(
     command: Command = None,
     min_: Min = None,
     page: PageNumber = None,
+    since: Since = None,
+    until: Until = None,
 ) -> HTMLResponse:
     """The entries and patterns alone, which the first page refreshes every few seconds."""
     if pushed(ui.shell):
         return ui.fragment("shell/needs_live.html")
-    filters = parse_filters(log, window, command, min_, page)
+    filters = parse_filters(log, window, command, min_, page, since=since, until=until)
     connection = ui.shell.connection
     view = None if connection is None else await read_log(ui, connection, filters)
     return ui.fragment("slowlog/log.html", view=view, **_lists(ui))

@@ -24,7 +24,7 @@ from svc_monitor.connections.models import Connection
 from svc_monitor.events import now_ms
 from svc_monitor.traces.schemas import SpanRead, TraceRead, TraceSummaryRead
 from svc_monitor.web.dependencies import Ui, UiDep
-from svc_monitor.web.links import filter_query
+from svc_monitor.web.links import custom_window, filter_query
 from svc_monitor.web.pages import Page
 from svc_monitor.web.sections import Section, load
 
@@ -58,10 +58,15 @@ class Filters:
     service: str = ""
     status: str = ""
     min: float | None = None
+    # A custom window (epoch ms, the browser's From/To); it takes the place of `window`.
+    start: int | None = None
+    end: int | None = None
 
     def query(self, **changes: object) -> str:
         values = {
             "window": self.window,
+            "from": "" if self.start is None else str(self.start),
+            "to": "" if self.end is None else str(self.end),
             "service": self.service,
             "status": self.status,
             "min": "" if self.min is None else f"{self.min:g}",
@@ -70,7 +75,13 @@ class Filters:
 
     @property
     def active(self) -> bool:
-        return bool(self.service or self.status or self.min is not None or self.window != "1h")
+        return bool(
+            self.service
+            or self.status
+            or self.min is not None
+            or self.window != "1h"
+            or self.start is not None
+        )
 
 
 QueryText = Annotated[str | None, Query()]
@@ -81,6 +92,8 @@ def parse_filters(
     service: QueryText = None,
     status: QueryText = None,
     min_: Annotated[str | None, Query(alias="min")] = None,
+    since: Annotated[str | None, Query(alias="from")] = None,
+    until: Annotated[str | None, Query(alias="to")] = None,
 ) -> Filters:
     """The query as typed; anything unusable falls back to its default instead of a 422.
     A dependency: the page and both of its fragments take the same filters."""
@@ -91,8 +104,11 @@ def parse_filters(
         minimum = None
     if minimum is not None and not 0 <= minimum < 1e12:
         minimum = None
+    custom = custom_window(since, until)
     return Filters(
-        window=window if window in WINDOWS else "1h",
+        window=window if window in WINDOWS and custom is None else "1h",
+        start=custom[0] if custom else None,
+        end=custom[1] if custom else None,
         service=(service or "").strip()[:256],
         status=status if status in STATUSES else "",
         min=minimum,
@@ -195,7 +211,8 @@ async def _trace(ui: Ui, trace_id: str) -> Section[TraceRead]:
 async def _list(ui: Ui, filters: Filters) -> Section[list[TraceSummaryRead]]:
     status: TraceStatus | None = filters.status or None  # type: ignore[assignment]
     read = ui.services.traces.list_traces(
-        since=now_ms() - WINDOWS[filters.window][1],
+        since=filters.start if filters.start is not None else now_ms() - WINDOWS[filters.window][1],
+        until=filters.end,
         service=filters.service or None,
         status=status,
         min_duration_ms=filters.min,

@@ -143,38 +143,182 @@
   // --- charts: every [data-charts] block fetches its source and draws [data-chart]s ---
   const css = (name) => getComputedStyle(document.body).getPropertyValue(name).trim();
 
-  const formatters = {
-    bytes: (v) => {
-      if (v == null) return "–";
-      const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  // A chart's unit, picked from the largest value drawn so the axis reads "12.5" under
+  // "Used memory (MiB)" rather than 13107200. `div` turns a raw value into that unit.
+  const BYTE_UNITS = ["B", "KiB", "MiB", "GiB", "TiB"];
+  function unitFor(kind, max, named) {
+    if (kind === "bytes") {
       let i = 0;
-      while (Math.abs(v) >= 1024 && i < units.length - 1) { v /= 1024; i++; }
-      return (i ? v.toFixed(1) : v.toFixed(0)) + " " + units[i];
-    },
-    percent: (v) => (v == null ? "–" : v.toFixed(1) + "%"),
-    ratio: (v) => (v == null ? "–" : (100 * v).toFixed(1) + "%"),
-    us: (v) => (v == null ? "–" : v < 1000 ? v.toFixed(0) + " µs" : (v / 1000).toFixed(1) + " ms"),
-    number: (v) => (v == null ? "–" : Number(v.toFixed(2)).toLocaleString()),
+      while (max >= 1024 ** (i + 1) && i < BYTE_UNITS.length - 1) i++;
+      return { name: BYTE_UNITS[i], div: 1024 ** i };
+    }
+    if (kind === "percent") return { name: "%", div: 1 };
+    if (kind === "ratio") return { name: "%", div: 0.01 };
+    if (kind === "us") return max >= 1000 ? { name: "ms", div: 1000 } : { name: "µs", div: 1 };
+    return { name: named || "", div: 1 };
+  }
+
+  const withUnit = (words, unit) => (unit.name ? words + " (" + unit.name + ")" : words);
+
+  // A value in the legend: three significant digits at most, grouped like the page's numbers.
+  function legendValue(v, unit) {
+    if (v == null) return "–";
+    const x = v / unit.div;
+    const digits = Math.abs(x) >= 100 ? 0 : Math.abs(x) >= 10 ? 1 : 2;
+    return Number(x.toFixed(digits)).toLocaleString(undefined, { maximumFractionDigits: digits });
+  }
+
+  // Steps between ticks: 1, 2 or 5 times a power of ten in the chart's unit (0.5 MiB, not
+  // 524288 B), so each label needs only the decimals of its step ("7.5" is never shown
+  // as "8" beside a "5").
+  function tickSteps(unit) {
+    const steps = [];
+    for (let e = -4; e <= 15; e++) for (const m of [1, 2, 5]) steps.push(m * 10 ** e * unit.div);
+    return steps;
+  }
+
+  // Tick labels: the decimals the step needs, and more while two ticks would still read
+  // the same (a CPU axis of 0.10, 0.12, 0.14 must not say 0.1 thrice).
+  function tickLabels(splits, incr, unit) {
+    const step = Math.abs(incr / unit.div) || 1;
+    let digits = 0;
+    while (digits < 6 && Math.abs(step * 10 ** digits - Math.round(step * 10 ** digits)) > 1e-6) digits++;
+    const render = (d) =>
+      splits.map((v) => (v / unit.div).toLocaleString(undefined, { minimumFractionDigits: d, maximumFractionDigits: d }));
+    let labels = render(digits);
+    while (new Set(labels).size < labels.length && digits < 6) labels = render(++digits);
+    return labels;
+  }
+
+  // The y scale: ratios run 0 to 100 % and no further; a series that never goes below
+  // zero gets no negative axis.
+  function yRange(kind) {
+    return (u, min, max) => {
+      if (kind === "ratio") return [0, 1];
+      if (min == null || max == null) return [0, 1];
+      const [lo, hi] = uPlot.rangeNum(min, max, 0.1, true);
+      return [min >= 0 ? Math.max(0, lo) : lo, hi];
+    };
+  }
+
+  function yAxis(unit, words) {
+    return {
+      stroke: css("--muted"),
+      grid: { stroke: css("--grid") },
+      ticks: { stroke: css("--grid") },
+      label: withUnit(words, unit),
+      labelSize: 20,
+      size: 60,
+      incrs: tickSteps(unit),
+      values: (u, splits, axisIdx, space, incr) => tickLabels(splits, incr, unit),
+    };
+  }
+
+  function showEmpty(figure, text) {
+    let note = figure.querySelector(".chart-empty");
+    if (!note) {
+      note = document.createElement("p");
+      note.className = "chart-empty";
+      figure.append(note);
+    }
+    note.textContent = text;
+  }
+
+  // For forecast.js: the same units, axes and empty state.
+  window.svcCharts = { unitFor, withUnit, legendValue, yAxis, yRange, showEmpty };
+
+  // --- the window the charts show: a preset or a custom from/to, kept in the URL so a
+  // reload or a shared link shows the same window ---
+  const pad = (n) => String(n).padStart(2, "0");
+  // <input type="datetime-local"> speaks the browser's local time without a zone.
+  const localInput = (ms) => {
+    const d = new Date(ms);
+    return d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate()) + "T" + pad(d.getHours()) + ":" + pad(d.getMinutes());
+  };
+  const isoMinute = (ms) => new Date(ms).toISOString().replace(/:\d\d\.\d{3}Z$/, "Z");
+
+  function rangeFromUrl() {
+    const params = new URLSearchParams(location.search);
+    const from = Date.parse(params.get("from") || "");
+    const to = Date.parse(params.get("to") || "");
+    if (!isNaN(from) && !isNaN(to) && from < to) return { from, to };
+    const preset = params.get("range");
+    return preset ? { preset } : null;
+  }
+
+  function rangeToUrl(range) {
+    const url = new URL(location.href);
+    for (const name of ["range", "from", "to"]) url.searchParams.delete(name);
+    if (range.preset) url.searchParams.set("range", range.preset);
+    else {
+      url.searchParams.set("from", isoMinute(range.from));
+      url.searchParams.set("to", isoMinute(range.to));
+    }
+    history.replaceState(history.state, "", url);
+  }
+
+  // Every chart block on the page follows one window (a block without that preset keeps its own).
+  const applyEverywhere = (range) => {
+    rangeToUrl(range);
+    for (const block of document.querySelectorAll("[data-charts]")) {
+      if (block.chartBlock) block.chartBlock.apply(range);
+    }
   };
 
   class ChartBlock {
     constructor(root) {
       this.root = root;
       this.range = Number(root.dataset.range || 3600000);
+      this.fixed = null; // {from, to} of a custom window
       this.charts = new Map();
       this.timer = null;
       for (const button of root.querySelectorAll("button[data-range]")) {
-        button.addEventListener("click", () => this.choose(button));
+        button.addEventListener("click", () => applyEverywhere({ preset: button.dataset.rangeKey }));
       }
+      const form = root.querySelector("form[data-range-custom]");
+      if (form) form.addEventListener("submit", (event) => this.submitCustom(event, form));
+      const chosen = rangeFromUrl();
+      if (chosen) this.apply(chosen, { draw: false });
       this.refresh();
     }
 
-    choose(button) {
-      for (const b of this.root.querySelectorAll("button[data-range]")) {
-        b.setAttribute("aria-pressed", String(b === button));
+    apply(range, { draw = true } = {}) {
+      const buttons = [...this.root.querySelectorAll("button[data-range]")];
+      if (range.preset) {
+        const button = buttons.find((b) => b.dataset.rangeKey === range.preset);
+        if (!button) return;
+        this.range = Number(button.dataset.range);
+        this.fixed = null;
+      } else {
+        this.fixed = { from: range.from, to: range.to };
+        const form = this.root.querySelector("form[data-range-custom]");
+        if (form) {
+          form.elements.namedItem("from").value = localInput(range.from);
+          form.elements.namedItem("to").value = localInput(range.to);
+        }
       }
-      this.range = Number(button.dataset.range);
-      this.refresh();
+      for (const b of buttons) {
+        b.setAttribute("aria-pressed", String(!this.fixed && Number(b.dataset.range) === this.range));
+      }
+      this.root.dataset.window = this.fixed ? "custom" : "preset";
+      if (draw) this.refresh();
+    }
+
+    submitCustom(event, form) {
+      event.preventDefault();
+      const from = new Date(form.elements.namedItem("from").value).getTime();
+      const to = new Date(form.elements.namedItem("to").value).getTime();
+      const error = form.querySelector(".range-error");
+      if (isNaN(from) || isNaN(to)) {
+        error.textContent = "Enter both From and To.";
+        return;
+      }
+      if (from >= to) {
+        error.textContent = "From must be before To.";
+        return;
+      }
+      error.textContent = "";
+      applyEverywhere({ from, to });
     }
 
     async refresh() {
@@ -186,8 +330,8 @@
         if (!sources.has(source)) sources.set(source, []);
         sources.get(source).push(figure);
       }
-      const to = Date.now();
-      const from = to - this.range;
+      const to = this.fixed ? this.fixed.to : Date.now();
+      const from = this.fixed ? this.fixed.from : to - this.range;
       await Promise.all(
         [...sources].map(async ([source, figures]) => {
           const width = Math.max(...figures.map((f) => f.clientWidth || 600));
@@ -207,8 +351,11 @@
           }
         })
       );
+      // A custom window that has ended does not change: nothing to poll for.
       const every = Number(this.root.dataset.refresh || 0);
-      if (every > 0) this.timer = setTimeout(() => this.refresh(), every);
+      if (every > 0 && !(this.fixed && this.fixed.to < Date.now())) {
+        this.timer = setTimeout(() => this.refresh(), every);
+      }
     }
 
     draw(figure, body, from, to) {
@@ -216,47 +363,57 @@
       const timeKey = figure.dataset.time || this.root.dataset.time || "t";
       const points = pointsKey === "." ? body : body[pointsKey] || [];
       const keys = figure.dataset.series.split(",");
-      const labels = (figure.dataset.labels || figure.dataset.series).split(",");
+      const caption = figure.querySelector("figcaption").textContent.trim();
+      // Legends say what a line is in words; the caption stands in for a lone unnamed series.
+      const labels = figure.dataset.labels ? figure.dataset.labels.split(",") : keys.length === 1 ? [caption] : keys;
       const data = [points.map((p) => p[timeKey] / 1000)];
       for (const key of keys) data.push(points.map((p) => (p[key] == null ? null : p[key])));
       const plot = figure.querySelector(".plot");
-      figure.setAttribute("data-point-count", String(points.length));
-      let empty = figure.querySelector(".chart-empty");
-      if (!points.length) {
-        if (!empty) {
-          empty = document.createElement("p");
-          empty.className = "chart-empty";
-          figure.append(empty);
-        }
-        empty.textContent = "No samples in this range yet.";
-      } else if (empty) {
-        empty.remove();
-      }
+      const values = data.slice(1).flat().filter((v) => v != null);
+      figure.setAttribute("data-point-count", String(values.length ? points.length : 0));
       const existing = this.charts.get(figure);
-      if (existing && existing.keys === keys.length) {
+      if (!values.length) {
+        if (existing) existing.plot.destroy();
+        this.charts.delete(figure);
+        plot.hidden = true;
+        figure.removeAttribute("data-error");
+        showEmpty(figure, "No data in this window");
+        return;
+      }
+      plot.hidden = false;
+      const empty = figure.querySelector(".chart-empty");
+      if (empty) empty.remove();
+      const kind = figure.dataset.unit;
+      const unit = unitFor(kind, Math.max(...values.map(Math.abs)), figure.dataset.unitName);
+      if (existing && existing.keys === keys.length && existing.unit === unit.name) {
+        existing.window.from = from;
+        existing.window.to = to;
         existing.plot.setScale("x", { min: from / 1000, max: to / 1000 });
         existing.plot.setData(data, false);
         existing.plot.setScale("x", { min: from / 1000, max: to / 1000 });
         return;
       }
       if (existing) existing.plot.destroy();
-      const format = formatters[figure.dataset.unit] || formatters.number;
+      const window_ = { from, to };
       const colors = [css("--chart-1"), css("--chart-2"), css("--chart-3")];
       const axis = { stroke: css("--muted"), grid: { stroke: css("--grid") }, ticks: { stroke: css("--grid") } };
       const plotter = new uPlot(
         {
           width: plot.clientWidth || 600,
           height: 180,
-          scales: { x: { time: true, range: () => [from / 1000, to / 1000] } },
-          axes: [axis, { ...axis, size: 70, values: (u, values) => values.map(format) }],
+          scales: {
+            x: { time: true, range: () => [window_.from / 1000, window_.to / 1000] },
+            y: { range: yRange(kind) },
+          },
+          axes: [axis, yAxis(unit, figure.dataset.axis || caption)],
           series: [
             {},
             ...labels.map((label, i) => ({
-              label,
+              label: withUnit(label, unit),
               stroke: colors[i % colors.length],
               width: 1.5,
               spanGaps: false,
-              value: (u, v) => format(v),
+              value: (u, v) => legendValue(v, unit),
               points: { show: points.length < 60 },
             })),
           ],
@@ -265,24 +422,83 @@
         data,
         plot
       );
-      this.charts.set(figure, { plot: plotter, keys: keys.length });
+      figure.uplot = plotter; // what the browser tests read the drawn axes from
+      this.charts.set(figure, { plot: plotter, keys: keys.length, unit: unit.name, window: window_ });
       new ResizeObserver(() => plotter.setSize({ width: plot.clientWidth, height: 180 })).observe(plot);
     }
 
     fail(figure, message) {
       figure.setAttribute("data-error", message);
-      let note = figure.querySelector(".chart-empty");
-      if (!note) {
-        note = document.createElement("p");
-        note.className = "chart-empty";
-        figure.append(note);
-      }
-      note.textContent = "Could not load: " + message;
+      showEmpty(figure, "Could not load: " + message);
     }
   }
 
+  // --- navigation on a narrow screen: the Menu button opens and closes it ---
+  document.addEventListener("click", (event) => {
+    const toggle = event.target.closest("[data-nav-toggle]");
+    if (!toggle) return;
+    const nav = document.getElementById(toggle.getAttribute("aria-controls"));
+    const open = toggle.getAttribute("aria-expanded") !== "true";
+    toggle.setAttribute("aria-expanded", String(open));
+    nav.classList.toggle("open", open);
+    if (open) nav.querySelector("a").focus();
+  });
+  document.addEventListener("keydown", (event) => {
+    if (event.key !== "Escape") return;
+    const nav = event.target.closest && event.target.closest("#nav.open");
+    const toggle = document.querySelector("[data-nav-toggle]");
+    if (!nav || !toggle) return;
+    toggle.setAttribute("aria-expanded", "false");
+    nav.classList.remove("open");
+    toggle.focus();
+  });
+
+  // --- wide tables scroll in their own box: a keyboard user tabs to the box and scrolls it
+  // with the arrow keys, and a screen reader hears which table the box holds ---
+  function tableBoxes(root) {
+    const boxes = [...root.querySelectorAll(".table-wrap")];
+    if (root.matches && root.matches(".table-wrap")) boxes.push(root); // an htmx swap of the box itself
+    for (const box of boxes) {
+      if (box.hasAttribute("tabindex")) continue;
+      const table = box.querySelector("table");
+      box.tabIndex = 0;
+      box.setAttribute("role", "region");
+      const caption = table && table.querySelector("caption");
+      const heading = box.closest("section, dialog, main")?.querySelector("h1, h2, h3");
+      const name = (table && table.getAttribute("aria-label")) || (caption && caption.textContent) || (heading && heading.textContent) || "Table";
+      box.setAttribute("aria-label", name.trim());
+    }
+  }
+
+  // --- a list's custom window (the slow log's filters): the form sends epoch ms, which
+  // the browser alone can read its local From/To as; a preset window clears it ---
+  function epochFields(root) {
+    for (const input of root.querySelectorAll("input[data-epoch-into]")) {
+      const hidden = input.form && input.form.elements.namedItem(input.dataset.epochInto);
+      if (hidden && hidden.value) input.value = localInput(Number(hidden.value));
+    }
+  }
+  document.addEventListener("change", (event) => {
+    const input = event.target;
+    const form = input.form;
+    if (!form) return;
+    if (input.dataset && input.dataset.epochInto) {
+      const ms = new Date(input.value).getTime();
+      form.elements.namedItem(input.dataset.epochInto).value = isNaN(ms) ? "" : String(ms);
+      const preset = form.elements.namedItem("window");
+      if (preset && !isNaN(ms)) preset.value = "";
+    } else if (input.name === "window") {
+      for (const field of form.querySelectorAll("input[data-epoch-into]")) {
+        field.value = "";
+        form.elements.namedItem(field.dataset.epochInto).value = "";
+      }
+    }
+  });
+
   function enhance(root) {
     localTimes(root);
+    tableBoxes(root);
+    epochFields(root);
     if (typeof uPlot === "undefined") return;
     for (const block of root.querySelectorAll("[data-charts]")) {
       if (!block.chartBlock) block.chartBlock = new ChartBlock(block);
