@@ -47,6 +47,9 @@ EXTERNAL_NAMES = frozenset(
         "EMBEDDED_PUBLIC_KEYS",
         # the compose file's own (deploy/compose.yaml), read by Grafana's container
         "GRAFANA_ADMIN_PASSWORD",
+        # the `svc-monitor mcp` client's environment, set in an assistant's configuration
+        "SVC_URL",
+        "SVC_TOKEN",
         # not variables at all: a command of the CLI's list, a table in the code
         "SORT_RO",
         "PAGE_MODULES",

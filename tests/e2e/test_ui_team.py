@@ -6,6 +6,7 @@ on a console error, except the refusals a test provokes on purpose (a member's 4
 """
 
 import contextlib
+import json
 import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager as AsyncContextManager
@@ -207,6 +208,41 @@ class TestApiTokens:
                 await tokens.locator('[data-action="revoke-token"]').click()
                 await expect(tokens.locator("tr[data-token]")).to_contain_text("revoked")
                 assert (await script.get("/api/connections")).status_code == 401
+
+    async def test_a_new_token_fills_both_mcp_snippets_and_copy_puts_them_on_the_clipboard(
+        self, signed_in_owner: OwnerFactory
+    ):
+        async with signed_in_owner() as (service, owner):
+            await owner.goto(service.url + "/settings")
+            tokens = owner.locator("#api-tokens")
+            await expect(tokens.get_by_role("heading", level=2)).to_have_text("API and MCP tokens")
+            stdio = tokens.locator('[data-mcp-snippet="stdio"]')
+            http = tokens.locator('[data-mcp-snippet="http"]')
+            await expect(stdio).to_contain_text('"SVC_TOKEN": "<your token>"')
+            await expect(http).to_contain_text('"Authorization": "Bearer <your token>"')
+
+            await tokens.locator('input[name="name"]').fill("laptop MCP")
+            await tokens.locator('[data-action="create-token"]').click()
+            secret = (await owner.locator("[data-token-secret]").inner_text()).strip()
+            assert secret.startswith("svc_pat_")
+            await owner.context.grant_permissions(["clipboard-read", "clipboard-write"])
+            for kind, snippet in (("stdio", stdio), ("http", http)):
+                copy = tokens.locator(f'[data-action="copy-mcp-{kind}"]')
+                await copy.click()
+                await expect(copy).to_have_text("Copied")
+                copied = await owner.evaluate("navigator.clipboard.readText()")
+                assert copied.strip() == (await snippet.text_content() or "").strip()
+                entry = json.loads(copied)["mcpServers"]["svc-monitor"]
+                if kind == "stdio":
+                    assert entry["args"] == ["mcp"]
+                    assert entry["env"] == {"SVC_URL": service.url, "SVC_TOKEN": secret}
+                else:
+                    assert entry["url"] == service.url + "/mcp"
+                    assert entry["headers"] == {"Authorization": f"Bearer {secret}"}
+
+            await owner.reload()
+            await expect(stdio).to_contain_text('"SVC_TOKEN": "<your token>"')
+            await expect(tokens).not_to_contain_text(secret)
 
 
 class TestThirdPartySignIn:

@@ -90,7 +90,8 @@ def _schemes(
             "scheme": "bearer",
             "bearerFormat": f"{TOKEN_PREFIX}...",
             "description": (
-                "A personal API token (Settings > API tokens, or POST /api/tokens), sent as "
+                "A personal API token (Settings > API and MCP tokens, or POST /api/tokens), "
+                "sent as "
                 f"`Authorization: Bearer {TOKEN_PREFIX}...`. It acts with its owner's role."
             ),
         }
