@@ -59,7 +59,9 @@ class McpEndpoint:
 
     def _caller_for(self, ctx: Context, tool: str) -> ApiCaller:
         headers = ctx.headers or {}
-        forwarded = {"Authorization": headers["authorization"]} if "authorization" in headers else {}
+        forwarded = (
+            {"Authorization": headers["authorization"]} if "authorization" in headers else {}
+        )
         return RestCaller(self._client, tool=tool, headers=forwarded)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -69,7 +71,9 @@ class McpEndpoint:
         if not _same_origin(headers):
             await _refuse(send, 403, "Cross-origin request refused")
             return
-        forwarded = {"Authorization": headers["authorization"]} if "authorization" in headers else {}
+        forwarded = (
+            {"Authorization": headers["authorization"]} if "authorization" in headers else {}
+        )
         try:
             await RestCaller(self._client, headers=forwarded).get(_PROBE)
         except ToolRefused as exc:

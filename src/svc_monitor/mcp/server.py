@@ -57,7 +57,9 @@ def build_server(caller_for: CallerFor, has_token: HasToken) -> MCPServer:
     return server
 
 
-def _add_tool(server: MCPServer, spec: ToolSpec, caller_for: CallerFor, has_token: HasToken) -> None:
+def _add_tool(
+    server: MCPServer, spec: ToolSpec, caller_for: CallerFor, has_token: HasToken
+) -> None:
     async def call(ctx: Context, **arguments: Any) -> str:
         if spec.admin and not has_token(ctx):
             raise ToolError(NO_TOKEN_MESSAGE.format(tool=spec.name))
@@ -76,7 +78,8 @@ def _add_tool(server: MCPServer, spec: ToolSpec, caller_for: CallerFor, has_toke
     call.__doc__ = spec.description
     call.__signature__ = _signature(spec.params)  # type: ignore[attr-defined]
     call.__annotations__ = {
-        p.name: p.annotation for p in call.__signature__.parameters.values()  # type: ignore[attr-defined]
+        p.name: p.annotation
+        for p in call.__signature__.parameters.values()  # type: ignore[attr-defined]
     } | {"return": str}
     server.add_tool(
         call,
@@ -93,7 +96,9 @@ def _signature(model: type[Scoped]) -> inspect.Signature:
     """The tool function's keyword parameters, one per field of its input model."""
     parameters = [inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context)]
     for name, field in model.model_fields.items():
-        annotation = Annotated[  # type: ignore[valid-type]
+        # Built at run time from the model: mypy cannot follow a computed Annotated.
+        annotated: Any = Annotated
+        annotation = annotated[
             (field.annotation, *field.metadata, Field(description=field.description))
         ]
         default = inspect.Parameter.empty if field.is_required() else field.default

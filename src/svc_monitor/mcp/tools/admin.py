@@ -63,9 +63,7 @@ async def remove_connection(api: ApiCaller, params: Scoped) -> str:
     if not params.connection:
         return "Name the connection to remove (connection: its name or id)."
     target = await api.get("/api/connections")
-    entry = next(
-        (c for c in target if params.connection in (c.get("id"), c.get("name"))), None
-    )
+    entry = next((c for c in target if params.connection in (c.get("id"), c.get("name"))), None)
     if entry is None:
         return f"No connection is named or numbered {params.connection!r}."
     await api.send("DELETE", f"/api/connections/{entry['id']}")
@@ -97,7 +95,13 @@ async def stop_monitor(api: ApiCaller, params: CaptureId) -> str:
 
 
 TOOLS = [
-    ToolSpec("add_connection", "Add a connection to monitor. Admin only.", add_connection, NewConnection, admin=True),
+    ToolSpec(
+        "add_connection",
+        "Add a connection to monitor. Admin only.",
+        add_connection,
+        NewConnection,
+        admin=True,
+    ),
     ToolSpec(
         "test_connection",
         "Try to reach an instance without saving it. Admin only.",
@@ -118,5 +122,11 @@ TOOLS = [
         CaptureParams,
         admin=True,
     ),
-    ToolSpec("stop_monitor", "Stop a running MONITOR capture. Admin only.", stop_monitor, CaptureId, admin=True),
+    ToolSpec(
+        "stop_monitor",
+        "Stop a running MONITOR capture. Admin only.",
+        stop_monitor,
+        CaptureId,
+        admin=True,
+    ),
 ]

@@ -69,7 +69,7 @@ async def forecast(api: ApiCaller, params: ForecastParams) -> str:
     lines = [
         f"{params.metric}: now {number(found.get('currentValue'))}, trend"
         f" {found.get('trendDirection')} ({number(found.get('growthRate'))} per hour,"
-        f" {number(found.get('growthPercent'))}% over {number((found.get('windowMs') or 0) / _HOUR_MS)} h,"
+        f" {number(found.get('growthPercent'))}% over {_hours(found.get('windowMs'))},"
         f" {found.get('dataPointCount')} points)",
     ]
     if found.get("ceiling") is None:
@@ -77,6 +77,10 @@ async def forecast(api: ApiCaller, params: ForecastParams) -> str:
     else:
         lines.append(f"ceiling {number(found.get('ceiling'))}: " + _time_to_limit(found))
     return "\n".join(lines)
+
+
+def _hours(window_ms: Any) -> str:
+    return f"{(window_ms or 0) / _HOUR_MS:.1f} h"
 
 
 def _time_to_limit(found: dict[str, Any]) -> str:

@@ -58,7 +58,9 @@ async def cluster_slowlog(api: ApiCaller, params: Limited) -> str:
 
 
 TOOLS = [
-    ToolSpec("cluster_nodes", "The cluster's nodes: role, address, slots, state.", cluster_nodes, Limited),
+    ToolSpec(
+        "cluster_nodes", "The cluster's nodes: role, address, slots, state.", cluster_nodes, Limited
+    ),
     ToolSpec(
         "cluster_node_stats",
         "Per-node figures of a cluster (memory, ops/s, clients) to spot a hot or full node.",

@@ -38,7 +38,8 @@ async def health(api: ApiCaller, params: Scoped) -> str:
     engine = entry.get("engine") or {}
     lines = [
         f"{entry['name']} (id {entry['id']}): {engine.get('status') or 'unknown'}",
-        f"engine: {engine.get('type')} {engine.get('version')}, checked {iso(engine.get('checkedAt'))}",
+        f"engine: {engine.get('type')} {engine.get('version')},"
+        f" checked {iso(engine.get('checkedAt'))}",
     ]
     if engine.get("error"):
         lines.append(f"error: {engine['error']}")
@@ -74,7 +75,8 @@ async def info_summary(api: ApiCaller, params: Scoped) -> str:
     lines = [
         f"engine: {server.get('server_name', 'redis')} {version}, mode {server.get('server_mode')},"
         f" up {number(server.get('uptime_in_seconds'), 's')}",
-        f"role: {replication.get('role')}, connected replicas {replication.get('connected_slaves', 0)}",
+        f"role: {replication.get('role')},"
+        f" connected replicas {replication.get('connected_slaves', 0)}",
         f"memory: used {mb(used)}{ratio}, RSS {mb(memory.get('used_memory_rss'))},"
         f" fragmentation {memory.get('mem_fragmentation_ratio')},"
         f" policy {memory.get('maxmemory_policy')}",
@@ -83,8 +85,7 @@ async def info_summary(api: ApiCaller, params: Scoped) -> str:
         f"throughput: {number(stats.get('instantaneous_ops_per_sec'), 'ops/s')},"
         f" hit ratio {hit_ratio}, evicted {stats.get('evicted_keys')},"
         f" expired {stats.get('expired_keys')}",
-        "keyspace: "
-        + (", ".join(f"{db} {_keys(v)}" for db, v in keyspace.items()) or "empty"),
+        "keyspace: " + (", ".join(f"{db} {_keys(v)}" for db, v in keyspace.items()) or "empty"),
     ]
     return "\n".join(lines)
 

@@ -38,7 +38,11 @@ def _key(k: dict[str, Any]) -> str:
 async def largest_keys(api: ApiCaller, params: Limited) -> str:
     found = await api.get("/api/key-analytics/summary", connection=params.connection)
     head = _run(found)
-    return head + "\n" + listing("Largest keys", found.get("largestKeys") or [], _key, limit=params.limit)
+    return (
+        head
+        + "\n"
+        + listing("Largest keys", found.get("largestKeys") or [], _key, limit=params.limit)
+    )
 
 
 async def hot_keys(api: ApiCaller, params: Limited) -> str:

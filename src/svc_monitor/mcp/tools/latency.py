@@ -39,7 +39,9 @@ async def latency_history(api: ApiCaller, params: EventParams) -> str:
     def line(point: dict[str, Any]) -> str:
         return f"{iso(point.get('timestamp'))}: {point.get('latencyMs')} ms"
 
-    return listing(f"Latency history of {params.event}, newest first", newest, line, limit=params.limit)
+    return listing(
+        f"Latency history of {params.event}, newest first", newest, line, limit=params.limit
+    )
 
 
 async def latency_doctor(api: ApiCaller, params: Scoped) -> str:

@@ -18,7 +18,8 @@ async def memory_stats(api: ApiCaller, params: Scoped) -> str:
         f"clients {mb(stats.get('clients.normal'))}, replicas' buffers"
         f" {mb(stats.get('clients.slaves'))}, replication backlog"
         f" {mb(stats.get('replication.backlog'))}, AOF buffer {mb(stats.get('aof.buffer'))}",
-        f"fragmentation {number(stats.get('fragmentation'))} ({mb(stats.get('fragmentation.bytes'))}),"
+        f"fragmentation {number(stats.get('fragmentation'))}"
+        f" ({mb(stats.get('fragmentation.bytes'))}),"
         f" allocator fragmentation {stats.get('allocator-fragmentation.ratio')}",
     ]
     return "\n".join(lines)

@@ -15,14 +15,16 @@ async def acl_audit(api: ApiCaller, params: Limited) -> str:
     by_reason = ", ".join(f"{k} {v}" for k, v in (stats.get("byReason") or {}).items())
     head = (
         f"ACL denials: {stats.get('totalEvents')} events in {stats.get('totalEntries')} entries"
-        f" from {stats.get('uniqueUsers')} users" + (f"; by reason: {by_reason}" if by_reason else "")
+        f" from {stats.get('uniqueUsers')} users"
+        + (f"; by reason: {by_reason}" if by_reason else "")
     )
 
     def line(e: dict[str, Any]) -> str:
         when = e.get("timestampCreated") or e.get("capturedAt") or e.get("timestamp")
         return (
             f"{iso(when)} user {e.get('username')} {e.get('reason')} on {e.get('object')}"
-            f" ({e.get('context')}) x{e.get('count')} from {e.get('clientInfo') or e.get('addr') or '?'}"
+            f" ({e.get('context')}) x{e.get('count')}"
+            f" from {e.get('clientInfo') or e.get('addr') or '?'}"
         )
 
     return head + "\n" + listing("Newest entries", entries, line, limit=params.limit)
@@ -51,7 +53,9 @@ async def cve_findings(api: ApiCaller, params: Scoped) -> str:
     lines.append(listing("Findings that apply", found.get("findings") or [], line))
     unverifiable = found.get("unverifiable") or []
     if unverifiable:
-        lines.append(listing("May apply (cannot tell from the version)", unverifiable, line, limit=10))
+        lines.append(
+            listing("May apply (cannot tell from the version)", unverifiable, line, limit=10)
+        )
     return "\n".join(lines)
 
 

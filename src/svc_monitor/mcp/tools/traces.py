@@ -28,7 +28,8 @@ async def traces(api: ApiCaller, params: TraceParams) -> str:
         error = ", error" if t.get("hasError") else ""
         return (
             f"{iso(t.get('startTimeMs'))} {t.get('serviceName') or '?'} {t.get('rootName')}:"
-            f" {t.get('durationMs')} ms, {t.get('spanCount')} spans{error} (trace {t.get('traceId')})"
+            f" {t.get('durationMs')} ms, {t.get('spanCount')} spans{error}"
+            f" (trace {t.get('traceId')})"
         )
 
     return listing("Traces, newest first", found.get("traces", []), line, limit=params.limit)

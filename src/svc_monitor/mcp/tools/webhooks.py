@@ -41,9 +41,8 @@ async def webhook_deliveries(api: ApiCaller, params: DeliveryParams) -> str:
             + (f", next retry {iso(d['nextRetryAt'])}" if d.get("nextRetryAt") else "")
         )
 
-    head = (
-        f"{len(hooks)} webhooks; {queue.get('pendingRetries')} deliveries waiting to retry"
-        + (f", next at {iso(queue['nextRetryTime'])}" if queue.get("nextRetryTime") else "")
+    head = f"{len(hooks)} webhooks; {queue.get('pendingRetries')} deliveries waiting to retry" + (
+        f", next at {iso(queue['nextRetryTime'])}" if queue.get("nextRetryTime") else ""
     )
     title = "Failed deliveries" if params.failures_only else "Deliveries, newest first"
     return head + "\n" + listing(title, deliveries, line, limit=params.limit)
