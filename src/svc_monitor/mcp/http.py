@@ -6,63 +6,44 @@ an invalid or revoked token, or none while user control is on, is refused with t
 API's 401. Each tool call then runs its REST route in-process through the ASGI app with
 the caller's Authorization forwarded: the role a route needs, the licence tier, the
 answer and the activity log entry are the REST API's own.
+
+The SDK loads on the first request to /mcp (mcp/endpoint.py): importing it and building
+the tools took ~0.5 s, which an install nobody points an assistant at never pays.
 """
 
+import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-import httpx2
-from mcp.server.mcpserver import Context
-from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from svc_monitor.mcp.api_caller import ApiCaller, RestCaller, ToolRefused
-from svc_monitor.mcp.server import build_server
+if TYPE_CHECKING:
+    from svc_monitor.mcp.endpoint import LiveEndpoint
 
 MCP_PATH = "/mcp"
-# Any route a member may call; with user control off it answers anyone.
-_PROBE = "/api/version"
-# The in-process client's base URL: never resolved, the transport is the app itself.
-_INTERNAL = "http://svc-monitor.internal"
 
 
 class McpEndpoint:
-    """The ASGI app mounted at /mcp. `app` is the whole service, which tools call."""
+    """The ASGI app routed at /mcp. `app` is the whole service, whose routes tools call."""
 
     def __init__(self, app: ASGIApp) -> None:
-        self._client = httpx2.AsyncClient(
-            transport=httpx2.ASGITransport(app=app), base_url=_INTERNAL
-        )
-        self._server = build_server(self._caller_for, _has_token)
-        # Only used for its session manager: the route and its lifespan are ours.
-        self._server.streamable_http_app(
-            streamable_http_path=MCP_PATH,
-            # Each request stands alone (its own Authorization, checked each time); no
-            # session state to lose across replicas behind a load balancer.
-            stateless_http=True,
-            json_response=True,
-            # The service answers on whatever host name it is deployed under; a page on
-            # another site is refused below by its Origin instead.
-            transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
-        )
+        self._app = app
+        self._live: LiveEndpoint | None = None
+        self._loading = asyncio.Lock()
+        self._closed = False
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
-        """The session manager's task group, for the app's lifespan."""
-        async with self._server.session_manager.run():
-            try:
-                yield
-            finally:
-                await self._client.aclose()
-
-    def _caller_for(self, ctx: Context, tool: str) -> ApiCaller:
-        headers = ctx.headers or {}
-        forwarded = (
-            {"Authorization": headers["authorization"]} if "authorization" in headers else {}
-        )
-        return RestCaller(self._client, tool=tool, headers=forwarded)
+        """For the app's lifespan: stops what the first request started."""
+        try:
+            yield
+        finally:
+            self._closed = True
+            if self._live is not None:
+                await self._live.stop()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -71,19 +52,25 @@ class McpEndpoint:
         if not _same_origin(headers):
             await _refuse(send, 403, "Cross-origin request refused")
             return
-        forwarded = (
-            {"Authorization": headers["authorization"]} if "authorization" in headers else {}
-        )
-        try:
-            await RestCaller(self._client, headers=forwarded).get(_PROBE)
-        except ToolRefused as exc:
-            await _refuse(send, exc.status, exc.message.partition(": ")[2] or exc.message)
+        live = await self._started()
+        if live is None:
+            await _refuse(send, 503, "svc-monitor is stopping")
             return
-        await self._server.session_manager.handle_request(scope, receive, send)
+        refused = await live.refusal(headers.get("authorization"))
+        if refused is not None:
+            await _refuse(send, refused.status, refused.message.partition(": ")[2])
+            return
+        await live.handle(scope, receive, send)
 
+    async def _started(self) -> "LiveEndpoint | None":
+        async with self._loading:
+            if self._live is None and not self._closed:
+                from svc_monitor.mcp.endpoint import LiveEndpoint
 
-def _has_token(ctx: Context) -> bool:
-    return "authorization" in (ctx.headers or {})
+                live = LiveEndpoint(self._app)
+                await live.start()
+                self._live = live
+            return self._live
 
 
 def _same_origin(headers: dict[str, str]) -> bool:
