@@ -5,7 +5,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from svc_monitor.mcp.api_caller import ApiCaller
-from svc_monitor.mcp.output import args_line, iso, listing, pairs
+from svc_monitor.mcp.output import args_line, iso, listing, mb, number
 from svc_monitor.mcp.tools.spec import Limited, ToolSpec
 
 
@@ -15,19 +15,34 @@ class SlotParams(Limited):
     )
 
 
-def _row(row: dict[str, Any]) -> str:
-    return pairs({k: v for k, v in row.items() if not isinstance(v, dict | list)})
+def _node(n: dict[str, Any]) -> str:
+    ranges = n.get("slots") or []
+    served = sum(int(b) - int(a) + 1 for a, b in ranges)
+    role = "replica of " + str(n.get("master")) if n.get("master") else "primary"
+    return (
+        f"{n.get('address')} ({str(n.get('id'))[:12]}) {role}, {','.join(n.get('flags') or [])},"
+        f" link {n.get('linkState')}, {served} slots"
+    )
+
+
+def _node_stats(n: dict[str, Any]) -> str:
+    link = f", link {n['masterLinkStatus']}" if n.get("masterLinkStatus") else ""
+    error = f", error: {n['error']}" if n.get("error") else ""
+    return (
+        f"{n.get('address')} {n.get('role')} {n.get('status')}: {n.get('slots')} slots,"
+        f" used {mb(n.get('usedMemory'))}, {number(n.get('opsPerSec'), 'ops/s')},"
+        f" {n.get('connectedClients')} clients{link}, polled {iso(n.get('polledAt'))}{error}"
+    )
 
 
 async def cluster_nodes(api: ApiCaller, params: Limited) -> str:
     nodes = await api.get("/api/metrics/cluster/nodes", connection=params.connection)
-    return listing("Cluster nodes", nodes, _row, limit=params.limit)
+    return listing("Cluster nodes", nodes, _node, limit=params.limit)
 
 
 async def cluster_node_stats(api: ApiCaller, params: Limited) -> str:
     stats = await api.get("/api/metrics/cluster/node-stats", connection=params.connection)
-    rows = stats.get("nodes", stats) if isinstance(stats, dict) else stats
-    return listing("Per-node stats", rows, _row, limit=params.limit)
+    return listing("Per-node stats", stats, _node_stats, limit=params.limit)
 
 
 async def cluster_slot_stats(api: ApiCaller, params: SlotParams) -> str:
@@ -36,8 +51,17 @@ async def cluster_slot_stats(api: ApiCaller, params: SlotParams) -> str:
         connection=params.connection,
         params={"orderBy": params.order_by, "limit": str(params.limit)},
     )
-    rows = found.get("slots", found) if isinstance(found, dict) else found
-    return listing(f"Slots by {params.order_by}", rows, _row, limit=params.limit)
+    rows = list(found.items())
+
+    def line(row: tuple[str, dict[str, Any]]) -> str:
+        slot, stats = row
+        return (
+            f"slot {slot}: {stats.get('key_count')} keys ({stats.get('expires_count')} with TTL),"
+            f" {stats.get('total_reads')} reads, {stats.get('total_writes')} writes,"
+            f" {stats.get('cpu_usec')} us CPU"
+        )
+
+    return listing(f"Slots by {params.order_by}", rows, line, limit=params.limit)
 
 
 async def cluster_slowlog(api: ApiCaller, params: Limited) -> str:
@@ -46,15 +70,14 @@ async def cluster_slowlog(api: ApiCaller, params: Limited) -> str:
         connection=params.connection,
         params={"count": str(params.limit)},
     )
-    rows = entries.get("entries", entries) if isinstance(entries, dict) else entries
 
     def line(e: dict[str, Any]) -> str:
         return (
-            f"{iso(e.get('startedAt'))} {e.get('node') or e.get('nodeAddress') or '?'}"
-            f" {e.get('duration')} us {args_line(e.get('args') or e.get('command'))}"
+            f"{iso(e.get('timestamp'))} {e.get('node')} {e.get('duration')} us"
+            f" {args_line(e.get('command'))} from {e.get('clientName') or e.get('clientAddress')}"
         )
 
-    return listing("Slow log of every node, newest first (microseconds)", rows, line)
+    return listing("Slow log of every node, newest first (microseconds)", entries, line)
 
 
 TOOLS = [

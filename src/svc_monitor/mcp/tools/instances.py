@@ -55,10 +55,13 @@ def _role_line(role: dict[str, Any]) -> str:
             f"; {r.get('host', r.get('ip'))}:{r.get('port')} offset {r.get('offset')}"
             for r in replicas[:10]
         )
-    return (
-        f"role: {role.get('role')} of {role.get('masterHost')}:{role.get('masterPort')},"
-        f" link {role.get('masterLinkState')}"
-    )
+    if role.get("role") in ("slave", "replica"):
+        link = {"connected": "up"}.get(str(role.get("masterLinkState")), "down")
+        return (
+            f"role: replica of {role.get('masterHost')}:{role.get('masterPort')}, link {link}"
+            f" ({role.get('masterLinkState')}), offset {role.get('replicationOffset')}"
+        )
+    return f"role: {role.get('role')}"
 
 
 async def info_summary(api: ApiCaller, params: Scoped) -> str:
