@@ -103,6 +103,27 @@ class TestTools:
                 assert result.is_error, name
                 assert expected in text_of(result), (name, text_of(result))
 
+    async def test_clients_summary_names_an_applications_connections(
+        self, served: Served, busy_server: RunningServer
+    ):
+        workers = [busy_server.client(client_name="billing-worker") for _ in range(3)]
+        try:
+            for worker in workers:
+                worker.ping()
+            async with http_session(served.url, served.tokens["mia"]) as session:
+                summary = text_of(await session.call_tool("clients_summary", {}))
+        finally:
+            for worker in workers:
+                worker.close()
+        assert "billing-worker 3" in summary
+        assert "last command: ping 3" in summary
+
+    async def test_a_memory_forecast_speaks_megabytes(self, served: Served):
+        async with http_session(served.url, served.tokens["mia"]) as session:
+            forecast = text_of(await session.call_tool("forecast", {"metric": "usedMemory"}))
+        assert forecast.startswith("usedMemory: now ")
+        assert " MB, trend " in forecast
+
     async def test_a_connection_is_chosen_by_name_or_id(self, served: Served):
         async with http_session(served.url, served.tokens["mia"]) as session:
             by_name = text_of(await session.call_tool("info_summary", {"connection": "Default"}))

@@ -1,11 +1,12 @@
 """Anomalies, their correlated groups, forecasts, and resolving an anomaly."""
 
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import Field
 
 from svc_monitor.mcp.api_caller import ApiCaller
-from svc_monitor.mcp.output import iso, listing, number
+from svc_monitor.mcp.output import iso, listing, mb, number
 from svc_monitor.mcp.tools.spec import Limited, Scoped, ToolSpec
 
 _HOUR_MS = 3_600_000
@@ -66,17 +67,26 @@ async def forecast(api: ApiCaller, params: ForecastParams) -> str:
     found = await api.get(
         f"/api/metric-forecasting/{params.metric}/forecast", connection=params.connection
     )
+    unit = _UNITS[params.metric]
     lines = [
-        f"{params.metric}: now {number(found.get('currentValue'))}, trend"
-        f" {found.get('trendDirection')} ({number(found.get('growthRate'))} per hour,"
+        f"{params.metric}: now {unit(found.get('currentValue'))}, trend"
+        f" {found.get('trendDirection')} ({unit(found.get('growthRate'))} per hour,"
         f" {number(found.get('growthPercent'))}% over {_hours(found.get('windowMs'))},"
         f" {found.get('dataPointCount')} points)",
     ]
     if found.get("ceiling") is None:
         lines.append("no ceiling: a trend only (set maxmemory or a ceiling for a forecast)")
     else:
-        lines.append(f"ceiling {number(found.get('ceiling'))}: " + _time_to_limit(found))
+        lines.append(f"ceiling {unit(found.get('ceiling'))}: " + _time_to_limit(found))
     return "\n".join(lines)
+
+
+_UNITS: dict[str, Callable[[Any], str]] = {
+    "usedMemory": mb,
+    "opsPerSec": lambda v: number(v, "ops/s"),
+    "cpuTotal": lambda v: number(v, "% CPU"),
+    "memFragmentation": lambda v: number(v, "(RSS / used)"),
+}
 
 
 def _hours(window_ms: Any) -> str:

@@ -26,11 +26,19 @@ async def clients_summary(api: ApiCaller, params: Scoped) -> str:
     lines = [
         f"{len(clients)} clients connected; longest idle {idle[0] if idle else 0} s;"
         f" output buffers {omem} bytes in all",
-        "by name: " + ", ".join(f"{k} {v}" for k, v in by_name.most_common(10)),
-        "by user: " + ", ".join(f"{k} {v}" for k, v in by_user.most_common(10)),
-        "last command: " + ", ".join(f"{k} {v}" for k, v in by_cmd.most_common(10)),
+        f"by name: {_top(by_name)}",
+        f"by user: {_top(by_user)}",
+        f"last command: {_top(by_cmd)}",
     ]
     return "\n".join(lines)
+
+
+def _top(counts: Counter[str]) -> str:
+    """The ten largest groups; the rest summed, so the line stays short on a busy server."""
+    top = counts.most_common(10)
+    rest = sum(counts.values()) - sum(v for _, v in top)
+    text = ", ".join(f"{k} {v}" for k, v in top) or "none"
+    return f"{text}, {rest} more in other groups" if rest else text
 
 
 async def top_talkers(api: ApiCaller, params: Limited) -> str:
