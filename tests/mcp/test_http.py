@@ -114,7 +114,7 @@ class TestTools:
                 summary = text_of(await session.call_tool("clients_summary", {}))
         finally:
             for worker in workers:
-                worker.close()
+                worker.close()  # type: ignore[no-untyped-call]
         assert "billing-worker 3" in summary
         assert "last command: ping 3" in summary
 
