@@ -1,11 +1,19 @@
 """`svc-monitor mcp` over stdio, launched as a desktop assistant launches it, against a
 served app with user control on: its tools act as SVC_TOKEN's user through the REST API."""
 
+import os
+import subprocess
 from collections.abc import AsyncIterator
 
 import pytest
 
-from tests.fixtures.mcp_service import Served, served_service, stdio_session, text_of
+from tests.fixtures.mcp_service import (
+    SVC_MONITOR,
+    Served,
+    served_service,
+    stdio_session,
+    text_of,
+)
 from tests.fixtures.servers import RunningServer
 
 pytestmark = pytest.mark.slow  # each test starts a `svc-monitor mcp` process
@@ -45,3 +53,14 @@ class TestStdio:
             result = await session.call_tool("info_summary", {})
         assert result.is_error
         assert "401: Sign in to use svc-monitor" in text_of(result)
+
+
+class TestConfiguration:
+    def test_a_bad_svc_url_exits_2_naming_it_and_never_the_token(self):
+        env = {"PATH": os.environ.get("PATH", ""), "SVC_URL": "ftp://x", "SVC_TOKEN": "svc_pat_s3"}
+        done = subprocess.run(
+            [SVC_MONITOR, "mcp"], env=env, capture_output=True, text=True, timeout=60, check=False
+        )
+        assert done.returncode == 2
+        assert done.stderr.startswith("svc-monitor: configuration error: SVC_URL: ")
+        assert "svc_pat_s3" not in done.stderr + done.stdout
