@@ -266,6 +266,29 @@ class TestResourcesAndPrompts:
 
 
 @pytest.fixture(scope="module")
+async def behind_a_proxy(valkey_server: RunningServer) -> AsyncIterator[Served]:
+    """An install behind a reverse proxy on loopback, which it trusts."""
+    async with served_service(
+        valkey_server, TRUST_PROXY=True, TRUSTED_PROXIES="127.0.0.1/32"
+    ) as service:
+        yield service
+
+
+class TestBehindAProxy:
+    async def test_the_log_records_the_assistants_address_not_the_in_process_call(
+        self, behind_a_proxy: Served
+    ):
+        forwarded = {"X-Forwarded-For": "203.0.113.9"}
+        async with http_session(
+            behind_a_proxy.url, behind_a_proxy.tokens["ada"], **forwarded
+        ) as session:
+            result = await session.call_tool("latency_latest", {})
+        assert not result.is_error
+        entries = await behind_a_proxy.activity(action="mcp:latency_latest")
+        assert [(e["actorName"], e["sourceIp"]) for e in entries] == [("Ada", "203.0.113.9")]
+
+
+@pytest.fixture(scope="module")
 async def open_install(valkey_server: RunningServer) -> AsyncIterator[Served]:
     """An install with user control off (WORKSPACE_DISABLED=true): nobody signs in."""
     async with served_service(valkey_server, WORKSPACE_DISABLED=True) as service:

@@ -2,6 +2,7 @@
 (in a task of its own) and the in-process client of the app's own routes."""
 
 import asyncio
+from contextvars import ContextVar
 
 import httpx2
 from mcp.server.mcpserver import Context
@@ -18,11 +19,28 @@ _PROBE = "/api/version"
 _INTERNAL = "http://svc-monitor.internal"
 
 
+# What the REST API must see of the assistant's request to decide as it would have: its
+# client address and the proxy headers (trusted or not by TRUST_PROXY, as for any request).
+_FORWARDED = ("authorization", "x-forwarded-for", "x-forwarded-proto", "x-forwarded-host")
+_CALLER: ContextVar[tuple[str, int]] = ContextVar("mcp_caller", default=("127.0.0.1", 0))
+
+
+class _AsTheCaller(httpx2.ASGITransport):
+    """The app's own routes, called as from the address of the tool call's request (the
+    activity log records that address, not the loopback of an in-process call)."""
+
+    @property
+    def client(self) -> tuple[str, int]:
+        return _CALLER.get()
+
+    @client.setter
+    def client(self, _: tuple[str, int]) -> None:
+        """Set once by the base class; the address is per tool call."""
+
+
 class LiveEndpoint:
     def __init__(self, app: ASGIApp) -> None:
-        self._client = httpx2.AsyncClient(
-            transport=httpx2.ASGITransport(app=app), base_url=_INTERNAL
-        )
+        self._client = httpx2.AsyncClient(transport=_AsTheCaller(app=app), base_url=_INTERNAL)
         self._server = build_server(self._caller_for, _has_token)
         # Only used for its session manager: the route and its lifespan are ours.
         self._server.streamable_http_app(
@@ -61,9 +79,13 @@ class LiveEndpoint:
             await self._task
         await self._client.aclose()
 
-    async def refusal(self, authorization: str | None) -> ToolRefused | None:
-        """The REST API's own answer to these credentials: None when it lets them in."""
-        headers = {"Authorization": authorization} if authorization else {}
+    async def refusal(
+        self, headers: dict[str, str], address: tuple[str, int] | None
+    ) -> ToolRefused | None:
+        """The REST API's own answer to this request's credentials: None when it lets them in."""
+        if address is not None:
+            _CALLER.set(address)
+        headers = {name: headers[name] for name in _FORWARDED if name in headers}
         try:
             await RestCaller(self._client, headers=headers).get(_PROBE)
         except ToolRefused as exc:
@@ -75,9 +97,10 @@ class LiveEndpoint:
 
     def _caller_for(self, ctx: Context, tool: str) -> ApiCaller:
         headers = ctx.headers or {}
-        forwarded = (
-            {"Authorization": headers["authorization"]} if "authorization" in headers else {}
-        )
+        address = getattr(ctx.request_context.request, "client", None)
+        if address is not None:
+            _CALLER.set((address[0], address[1]))
+        forwarded = {name: headers[name] for name in _FORWARDED if name in headers}
         return RestCaller(self._client, tool=tool, headers=forwarded)
 
 

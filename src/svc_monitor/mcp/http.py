@@ -61,7 +61,8 @@ class McpEndpoint:
         if live is None:
             await _refuse(send, 503, "svc-monitor is stopping")
             return
-        refused = await live.refusal(headers.get("authorization"))
+        client = scope.get("client")
+        refused = await live.refusal(headers, (client[0], client[1]) if client else None)
         if refused is not None:
             await _refuse(send, refused.status, refused.message.partition(": ")[2])
             return
