@@ -204,6 +204,24 @@ class TestAccess:
         names = [e["action"] for e in await served.activity(actor="Ada")]
         assert {"mcp:add_connection", "mcp:remove_connection"} <= set(names)
 
+    async def test_an_admin_starts_and_stops_a_monitor_capture(self, served: Served):
+        async with http_session(served.url, served.tokens["ada"]) as session:
+            started = await session.call_tool("start_monitor", {"duration_ms": 60_000})
+            assert not started.is_error, text_of(started)
+            capture_id = int(text_of(started).split("#", 1)[1].split()[0])
+            stopped = await session.call_tool("stop_monitor", {"capture_id": capture_id})
+        assert not stopped.is_error, text_of(stopped)
+        assert f"MONITOR capture #{capture_id} stopped" in text_of(stopped)
+        capture = await served.owner.get(f"/api/monitor/sessions/{capture_id}")
+        assert capture.json()["status"] == "stopped"
+        assert capture.json()["requestedBy"] == "Ada"
+
+    async def test_resolving_an_anomaly_on_community_names_the_tier(self, served: Served):
+        async with http_session(served.url, served.tokens["ada"]) as session:
+            result = await session.call_tool("resolve_anomaly", {"kind": "group", "id": 1})
+        assert result.is_error
+        assert "needs the Pro or Enterprise tier" in text_of(result)
+
     @pytest.mark.parametrize("token", ["revoked", "none", "garbage"])
     async def test_without_a_valid_token_the_endpoint_answers_401(self, served: Served, token: str):
         secret = {"revoked": served.tokens["revoked"], "none": None, "garbage": "svc_pat_x"}[token]

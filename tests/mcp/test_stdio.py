@@ -52,7 +52,7 @@ class TestStdio:
         async with stdio_session(served.url, secret) as session:
             result = await session.call_tool("info_summary", {})
         assert result.is_error
-        assert "401: Sign in to use svc-monitor" in text_of(result)
+        assert "Sign in to use svc-monitor (HTTP 401)" in text_of(result)
 
 
 class TestConfiguration:

@@ -8,41 +8,21 @@ which licence tier a feature needs and what the answer is; nothing is decided tw
 
 import re
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any
 
 import httpx2
+
+from svc_monitor.mcp.caller_protocol import ApiCaller, ToolRefused
 
 CONNECTION_HEADER = "X-Connection-Id"
 # Marks the request that carries out a tool call, so the REST API records it in the
 # activity log under the caller (auth/dependencies/access.py); name look-ups go untagged.
 TOOL_HEADER = "X-MCP-Tool"
 TOOL_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+__all__ = ["ApiCaller", "RestCaller", "ToolRefused"]
+
 # A refusal's message is the REST API's own; a proxy's HTML error page is cut short.
 _MESSAGE_LIMIT = 500
-
-
-class ToolRefused(Exception):
-    """The REST API answered with an error: its message (naming the tier, the role or
-    the field) and status, which the tool layer hands to the assistant as a tool error."""
-
-    def __init__(self, message: str, status: int) -> None:
-        super().__init__(message)
-        self.message = message
-        self.status = status
-
-
-class ApiCaller(Protocol):
-    async def get(
-        self,
-        path: str,
-        *,
-        connection: str | None = None,
-        params: Mapping[str, str] | None = None,
-    ) -> Any: ...
-
-    async def send(
-        self, method: str, path: str, *, connection: str | None = None, body: Any = None
-    ) -> Any: ...
 
 
 class RestCaller:
@@ -127,8 +107,8 @@ def _message(response: httpx2.Response) -> str:
     try:
         body = response.json()
     except ValueError:
-        return f"{response.status_code}: {response.text[:_MESSAGE_LIMIT]}"
+        return response.text[:_MESSAGE_LIMIT] or response.reason_phrase
     message = body.get("message") if isinstance(body, dict) else None
     if isinstance(message, list):  # validation errors: one line per field
         message = "; ".join(str(m) for m in message)
-    return f"{response.status_code}: {str(message or body)[:_MESSAGE_LIMIT]}"
+    return str(message or body)[:_MESSAGE_LIMIT]

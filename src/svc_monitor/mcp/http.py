@@ -64,7 +64,7 @@ class McpEndpoint:
         client = scope.get("client")
         refused = await live.refusal(headers, (client[0], client[1]) if client else None)
         if refused is not None:
-            await _refuse(send, refused.status, refused.message.partition(": ")[2])
+            await _refuse(send, refused.status, refused.message)
             return
         await live.handle(scope, receive, send)
 
