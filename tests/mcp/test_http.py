@@ -54,6 +54,7 @@ ADMIN_TOOLS = {
     "add_connection",
     "test_connection",
     "remove_connection",
+    "set_default_connection",
     "start_monitor",
     "stop_monitor",
     "resolve_anomaly",
@@ -199,6 +200,13 @@ class TestAccess:
             assert "Added second" in text_of(added)
             state = await session.call_tool("info_summary", {"connection": "second"})
             assert "memory: used" in text_of(state)
+            chosen = await session.call_tool("set_default_connection", {"connection": "second"})
+            assert "second" in text_of(chosen)
+            listed = text_of(await session.call_tool("list_instances", {}))
+            assert "- second (id" in listed
+            assert "[default]" in listed.split("- second", 1)[1].split("\n")[0]
+            back = await session.call_tool("set_default_connection", {"connection": "Default"})
+            assert not back.is_error, text_of(back)
             removed = await session.call_tool("remove_connection", {"connection": "second"})
         assert "Removed second" in text_of(removed)
         names = [e["action"] for e in await served.activity(actor="Ada")]

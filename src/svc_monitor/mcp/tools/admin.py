@@ -62,12 +62,26 @@ async def test_connection(api: ApiCaller, params: NewConnection) -> str:
 async def remove_connection(api: ApiCaller, params: Scoped) -> str:
     if not params.connection:
         return "Name the connection to remove (connection: its name or id)."
-    target = await api.get("/api/connections")
-    entry = next((c for c in target if params.connection in (c.get("id"), c.get("name"))), None)
+    entry = await _find(api, params.connection)
     if entry is None:
         return f"No connection is named or numbered {params.connection!r}."
     await api.send("DELETE", f"/api/connections/{entry['id']}")
     return f"Removed {entry['name']} (id {entry['id']})."
+
+
+async def set_default_connection(api: ApiCaller, params: Scoped) -> str:
+    if not params.connection:
+        return "Name the connection to make the default (connection: its name or id)."
+    entry = await _find(api, params.connection)
+    if entry is None:
+        return f"No connection is named or numbered {params.connection!r}."
+    await api.send("POST", f"/api/connections/{entry['id']}/default")
+    return f"{entry['name']} (id {entry['id']}) is now the default connection."
+
+
+async def _find(api: ApiCaller, name_or_id: str) -> dict[str, Any] | None:
+    listed: list[dict[str, Any]] = await api.get("/api/connections")
+    return next((c for c in listed if name_or_id in (c.get("id"), c.get("name"))), None)
 
 
 async def start_monitor(api: ApiCaller, params: CaptureParams) -> str:
@@ -113,6 +127,13 @@ TOOLS = [
         "remove_connection",
         "Stop monitoring a connection and delete it (name or id). Admin only.",
         remove_connection,
+        admin=True,
+    ),
+    ToolSpec(
+        "set_default_connection",
+        "Make a connection (name or id) the default one, which tools and the UI use when "
+        "none is named. Admin only.",
+        set_default_connection,
         admin=True,
     ),
     ToolSpec(
