@@ -2,6 +2,7 @@
 a served app with user control on and a real Valkey: the tools answer, act as the token's
 user (admin, member), are refused for a revoked token or none, and are in the activity log."""
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -335,3 +336,29 @@ class TestUserControlOff:
         assert "needs an admin's personal token" in text_of(result)
         captures = await open_install.owner.get("/api/monitor/sessions")
         assert captures.json() == []
+
+
+class TestADownInstance:
+    async def test_health_reports_it_down_with_the_reason(
+        self, served: Served, server_factory: ServerFactory
+    ):
+        doomed = server_factory.start("valkey")
+        async with http_session(served.url, served.tokens["ada"]) as session:
+            added = await session.call_tool(
+                "add_connection", {"name": "doomed", "host": doomed.host, "port": doomed.port}
+            )
+            assert not added.is_error, text_of(added)
+            server_factory.stop(doomed)
+            try:
+                for _ in range(60):  # bounded: 30 s, until the health check notices
+                    health = await session.call_tool("health", {"connection": "doomed"})
+                    if "role: unavailable" in text_of(health):
+                        break
+                    await asyncio.sleep(0.5)
+            finally:
+                await session.call_tool("remove_connection", {"connection": "doomed"})
+        assert not health.is_error, text_of(health)
+        assert "doomed (id " in text_of(health)
+        assert "): disconnected\nengine: unknown, checked " in text_of(health)
+        assert f"error: Error 111 connecting to {doomed.host}:{doomed.port}" in text_of(health)
+        assert "role: unavailable (" in text_of(health)

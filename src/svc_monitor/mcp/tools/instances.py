@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from svc_monitor.mcp.api_caller import ApiCaller
+from svc_monitor.mcp.api_caller import ApiCaller, ToolRefused
 from svc_monitor.mcp.output import iso, listing, mb, number
 from svc_monitor.mcp.tools.spec import Scoped, ToolSpec
 
@@ -12,9 +12,9 @@ def _connection_line(entry: dict[str, Any]) -> str:
     default = " [default]" if entry.get("isDefault") else ""
     return (
         f"{entry.get('name')} (id {entry.get('id')}){default}: {entry.get('host')}:"
-        f"{entry.get('port')}, {engine.get('type') or '?'} {engine.get('version') or ''}"
+        f"{entry.get('port')}, {_engine(engine)}"
         f", {engine.get('status') or 'unknown'}, source {entry.get('source')}"
-    ).replace("  ", " ")
+    )
 
 
 async def list_instances(api: ApiCaller, params: Scoped) -> str:
@@ -38,14 +38,23 @@ async def health(api: ApiCaller, params: Scoped) -> str:
     engine = entry.get("engine") or {}
     lines = [
         f"{entry['name']} (id {entry['id']}): {engine.get('status') or 'unknown'}",
-        f"engine: {engine.get('type')} {engine.get('version')},"
-        f" checked {iso(engine.get('checkedAt'))}",
+        f"engine: {_engine(engine)}, checked {iso(engine.get('checkedAt'))}",
     ]
     if engine.get("error"):
         lines.append(f"error: {engine['error']}")
-    role = await api.get("/api/metrics/role", connection=entry["id"])
-    lines.append(_role_line(role))
+    try:
+        role = await api.get("/api/metrics/role", connection=entry["id"])
+    except ToolRefused as exc:  # down, or pushed (no live reads): the status above says which
+        lines.append(f"role: unavailable ({exc.message})")
+    else:
+        lines.append(_role_line(role))
     return "\n".join(lines)
+
+
+def _engine(engine: dict[str, Any]) -> str:
+    """ "valkey 9.1.2", or "unknown" before the instance was ever reached."""
+    named = " ".join(str(engine[k]) for k in ("type", "version") if engine.get(k))
+    return named or "unknown"
 
 
 def _role_line(role: dict[str, Any]) -> str:
