@@ -21,7 +21,7 @@ from types import ModuleType
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
-from starlette.routing import BaseRoute
+from starlette.routing import BaseRoute, Route
 
 from svc_monitor import __version__
 from svc_monitor.api.error_responses import error_body, install_error_handlers
@@ -36,6 +36,7 @@ from svc_monitor.info_history.api import router as metrics_router
 from svc_monitor.kit.heap_freeze import HeapFreezer
 from svc_monitor.kit.secret_box import SecretUndecryptable
 from svc_monitor.licensing.api import router as license_router
+from svc_monitor.mcp.http import MCP_PATH, McpEndpoint
 from svc_monitor.otlp.ingest.api import router as otlp_ingest_router
 from svc_monitor.otlp.ingest.collector_config_api import router as otlp_config_router
 from svc_monitor.replicas.api import router as replicas_router
@@ -147,7 +148,8 @@ def create_app(
         if not features_in_background:
             await features
         try:
-            yield
+            async with mcp.running():
+                yield
         finally:
             for task in background:
                 task.cancel()
@@ -189,6 +191,9 @@ def create_app(
     app.include_router(otlp_ingest_router)  # /v1/traces and /v1/external/metrics, at the root
     app.include_router(otlp_config_router, prefix="/api")
     mount_docs(app)
+    # The MCP endpoint: its tools call this app's own routes with the caller's token.
+    mcp = McpEndpoint(app)
+    app.router.routes.append(Route(MCP_PATH, mcp, methods=["GET", "POST", "DELETE"]))
     install_openapi(app)
     mount_static(app)
     app.add_api_route(

@@ -9,6 +9,8 @@ commands:
   check-config          validate the environment and exit: 0 when it is good
   config [--json]       print every setting's effective value and where it came from
                         (environment or default), secrets masked
+  mcp                   the MCP server over stdio for AI assistants, acting through a
+                        running service at SVC_URL with the personal token SVC_TOKEN
   entitlement serve     start the entitlement server, which signs licences
   license keygen        make a licence signing key pair for the entitlement server
 
@@ -49,6 +51,9 @@ def main(argv: list[str] | None = None) -> None:
     if args.command == "license":
         keygen(args.kid, Path(args.private_key_out))
         return
+    if args.command == "mcp":
+        serve_mcp()
+        return
     try:
         settings = Settings()
     except ValidationError as exc:
@@ -63,6 +68,21 @@ def main(argv: list[str] | None = None) -> None:
         print(shown)  # noqa: T201
         return
     serve(settings, embedded_valkey=args.embedded_valkey)
+
+
+def serve_mcp() -> None:
+    """The MCP server on stdin/stdout; logs go to stderr, stdout is the protocol's."""
+    from svc_monitor.config import McpClientSettings
+    from svc_monitor.mcp.stdio import serve_stdio
+
+    try:
+        settings = McpClientSettings()
+    except ValidationError as exc:
+        _fail(f"configuration error: {describe_validation_error(exc)}", EXIT_CONFIG)
+    _configure_logging("warning")
+    token = settings.SVC_TOKEN.get_secret_value() if settings.SVC_TOKEN else None
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(serve_stdio(settings.SVC_URL, token))
 
 
 def serve(settings: Settings, *, embedded_valkey: bool) -> None:
@@ -273,6 +293,15 @@ def _parser() -> argparse.ArgumentParser:
         "--json",
         action="store_true",
         help='print a JSON object instead: {"NAME": {"value", "source", "secret"}}',
+    )
+    commands.add_parser(
+        "mcp",
+        help="the MCP server over stdio, for AI assistants",
+        description="Serve MCP on stdin/stdout for a desktop assistant. Every tool calls the "
+        "running service's API at SVC_URL (default http://127.0.0.1:3001) with SVC_TOKEN, a "
+        "personal token, as the Bearer: the calls act as its user and are recorded in the "
+        "activity log under that name. Without a token only installs with user control off "
+        "(WORKSPACE_DISABLED=true) answer, and only read tools.",
     )
     entitlement = commands.add_parser(
         "entitlement", help="the entitlement server, which signs licences"

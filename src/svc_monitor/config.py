@@ -578,3 +578,14 @@ def describe_validation_error(error: ValidationError) -> str:
         message = str(item["msg"]).removeprefix("Value error, ")
         parts.append(f"{name}: {message}" if name else message)
     return "; ".join(parts)
+
+
+class McpClientSettings(BaseSettings):
+    """`svc-monitor mcp` (stdio): the running service it talks to and the token it acts
+    with; nothing else of the service's environment applies to it."""
+
+    model_config = SettingsConfigDict(env_file=None, extra="ignore", case_sensitive=True)
+
+    SVC_URL: Annotated[str, Field(pattern=r"^https?://[^\s/]+(/\S*)?$")] = "http://127.0.0.1:3001"
+    # A personal token (Settings, API tokens); optional where user control is off.
+    SVC_TOKEN: SecretStr | None = None

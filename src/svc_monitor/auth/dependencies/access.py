@@ -12,6 +12,7 @@ Two pieces, both installed once by the app for every route it will ever have:
 import hmac
 import json
 import logging
+import re
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -33,6 +34,10 @@ logger = logging.getLogger(__name__)
 
 SCOPE_KEY = "svc.access"
 CONNECTION_HEADER = "x-connection-id"
+# An MCP tool call's request (mcp/api_caller.py): recorded as "mcp:<tool>", reads too, so
+# every call an assistant makes as a user is in the log under that user's name.
+MCP_TOOL_HEADER = b"x-mcp-tool"
+_MCP_TOOL_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 _CREATED_BODY_LIMIT = 64 * 1024
 # Their own events (auth.login, auth.logout) say more than the request would.
 _NOT_RECORDED_PREFIXES = ("/api/auth/", "/ui/account/")
@@ -249,15 +254,24 @@ class AccessMiddleware:
         await self.app(scope, receive, send_with_cookie)
         facts: AccessFacts | None = scope.get(SCOPE_KEY)
         status = seen["status"]
+        tool = _mcp_tool(scope)
         if (
-            method in MUTATIONS
+            (method in MUTATIONS or tool is not None)
             and facts is not None
             and facts.principal is not None
             and status not in (None, 401, 403)
             and not facts.template.startswith(_NOT_RECORDED_PREFIXES)
             and f"{method} {facts.template}" not in _NOT_RECORDED
         ):
-            await _record(scope, facts, method, int(status), seen["body"])
+            await _record(scope, facts, method, int(status), seen["body"], tool=tool)
+
+
+def _mcp_tool(scope: Scope) -> str | None:
+    for key, value in scope.get("headers", []):
+        if key == MCP_TOOL_HEADER:
+            name = value.decode("latin-1")
+            return name if _MCP_TOOL_NAME.match(name) else None
+    return None
 
 
 def _add_cookie(scope: Scope, message: Message) -> None:
@@ -278,16 +292,26 @@ def _add_cookie(scope: Scope, message: Message) -> None:
     message["headers"] = headers
 
 
-async def _record(scope: Scope, facts: AccessFacts, method: str, status: int, body: bytes) -> None:
+async def _record(
+    scope: Scope,
+    facts: AccessFacts,
+    method: str,
+    status: int,
+    body: bytes,
+    *,
+    tool: str | None = None,
+) -> None:
     principal = facts.principal
     assert principal is not None
     auth: AuthService = scope["app"].state.services.auth
     headers = dict(scope.get("headers", []))
     connection_id = headers.get(CONNECTION_HEADER.encode())
     details: dict[str, object] = {"via": principal.via.value}
+    if tool is not None:
+        details["request"] = f"{method} {facts.template}"
     try:
         await auth.activity.record(
-            f"{method} {facts.template}",
+            f"mcp:{tool}" if tool is not None else f"{method} {facts.template}",
             actor_id=principal.user_id,
             actor_name=principal.name,
             source_ip=facts.source_ip,

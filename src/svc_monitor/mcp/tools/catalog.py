@@ -1,0 +1,32 @@
+"""Every tool, in the order an assistant reads the list."""
+
+from svc_monitor.mcp.tools import (
+    admin,
+    anomalies,
+    clients,
+    cluster,
+    instances,
+    keys,
+    latency,
+    logs,
+    memory,
+    security,
+    traces,
+    webhooks,
+)
+from svc_monitor.mcp.tools.spec import ToolSpec
+
+TOOLS: list[ToolSpec] = [
+    *instances.TOOLS,
+    *logs.TOOLS,
+    *latency.TOOLS,
+    *memory.TOOLS,
+    *clients.TOOLS,
+    *cluster.TOOLS,
+    *security.TOOLS,
+    *anomalies.TOOLS,
+    *keys.TOOLS,
+    *webhooks.TOOLS,
+    *traces.TOOLS,
+    *admin.TOOLS,
+]

@@ -1,0 +1,105 @@
+"""Cluster nodes, per-node stats, slot stats and the merged slow log."""
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from svc_monitor.mcp.api_caller import ApiCaller
+from svc_monitor.mcp.output import args_line, iso, listing, mb, number
+from svc_monitor.mcp.tools.spec import Limited, ToolSpec
+
+
+class SlotParams(Limited):
+    order_by: Literal["key-count", "cpu-usec", "network-bytes-in", "network-bytes-out"] = Field(
+        default="key-count", description="Rank the slots by this figure"
+    )
+
+
+def _node(n: dict[str, Any]) -> str:
+    ranges = n.get("slots") or []
+    served = sum(int(b) - int(a) + 1 for a, b in ranges)
+    role = "replica of " + str(n.get("master")) if n.get("master") else "primary"
+    return (
+        f"{n.get('address')} ({str(n.get('id'))[:12]}) {role}, {','.join(n.get('flags') or [])},"
+        f" link {n.get('linkState')}, {served} slots"
+    )
+
+
+def _node_stats(n: dict[str, Any]) -> str:
+    link = f", link {n['masterLinkStatus']}" if n.get("masterLinkStatus") else ""
+    error = f", error: {n['error']}" if n.get("error") else ""
+    return (
+        f"{n.get('address')} {n.get('role')} {n.get('status')}: {n.get('slots')} slots,"
+        f" used {mb(n.get('usedMemory'))}, {number(n.get('opsPerSec'), 'ops/s')},"
+        f" {n.get('connectedClients')} clients{link}, polled {iso(n.get('polledAt'))}{error}"
+    )
+
+
+async def cluster_nodes(api: ApiCaller, params: Limited) -> str:
+    nodes = await api.get("/api/metrics/cluster/nodes", connection=params.connection)
+    return listing("Cluster nodes", nodes, _node, limit=params.limit)
+
+
+async def cluster_node_stats(api: ApiCaller, params: Limited) -> str:
+    stats = await api.get("/api/metrics/cluster/node-stats", connection=params.connection)
+    return listing("Per-node stats", stats, _node_stats, limit=params.limit)
+
+
+async def cluster_slot_stats(api: ApiCaller, params: SlotParams) -> str:
+    found = await api.get(
+        "/api/metrics/cluster/slot-stats",
+        connection=params.connection,
+        params={"orderBy": params.order_by, "limit": str(params.limit)},
+    )
+    rows = list(found.items())
+
+    def line(row: tuple[str, dict[str, Any]]) -> str:
+        slot, stats = row
+        return (
+            f"slot {slot}: {stats.get('key_count')} keys ({stats.get('expires_count')} with TTL),"
+            f" {stats.get('total_reads')} reads, {stats.get('total_writes')} writes,"
+            f" {stats.get('cpu_usec')} us CPU"
+        )
+
+    return listing(f"Slots by {params.order_by}", rows, line, limit=params.limit)
+
+
+async def cluster_slowlog(api: ApiCaller, params: Limited) -> str:
+    entries = await api.get(
+        "/api/metrics/cluster/slowlog",
+        connection=params.connection,
+        params={"count": str(params.limit)},
+    )
+
+    def line(e: dict[str, Any]) -> str:
+        return (
+            f"{iso(e.get('timestamp'))} {e.get('node')} {e.get('duration')} us"
+            f" {args_line(e.get('command'))} from {e.get('clientName') or e.get('clientAddress')}"
+        )
+
+    return listing("Slow log of every node, newest first (microseconds)", entries, line)
+
+
+TOOLS = [
+    ToolSpec(
+        "cluster_nodes", "The cluster's nodes: role, address, slots, state.", cluster_nodes, Limited
+    ),
+    ToolSpec(
+        "cluster_node_stats",
+        "Per-node figures of a cluster (memory, ops/s, clients) to spot a hot or full node.",
+        cluster_node_stats,
+        Limited,
+    ),
+    ToolSpec(
+        "cluster_slot_stats",
+        "The busiest slots (CLUSTER SLOT-STATS) by keys, CPU or network bytes.",
+        cluster_slot_stats,
+        SlotParams,
+    ),
+    ToolSpec(
+        "cluster_slowlog",
+        "The slow logs of every node of a cluster, merged, newest first.",
+        cluster_slowlog,
+        Limited,
+    ),
+]
