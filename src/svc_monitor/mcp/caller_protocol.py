@@ -1,0 +1,34 @@
+"""The one interface the MCP tools reach the service through: its own REST API.
+
+Both transports provide an `ApiCaller` (stdio over HTTP with SVC_TOKEN, /mcp in-process with
+the caller's Bearer token), so the REST API alone decides access, licence tiers and answers.
+"""
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+
+class ToolRefused(Exception):
+    """The REST API answered with an error status; `message` is its own text (naming the
+    field, the role or the tier needed)."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+
+
+class ApiCaller(Protocol):
+    """`connection` is a connection's id or name; None means the default connection."""
+
+    async def get(
+        self,
+        path: str,
+        *,
+        connection: str | None = None,
+        params: Mapping[str, str] | None = None,
+    ) -> Any: ...
+
+    async def send(
+        self, method: str, path: str, *, connection: str | None = None, body: Any = None
+    ) -> Any: ...
