@@ -57,7 +57,8 @@ def _show(value: float, unit: str) -> str:
         return f"{100 * value:.1f} %"
     if unit == "%":
         return f"{value:.1f} %"
-    return f"{value:,.0f} {unit}" if abs(value) >= 10 else f"{value:.1f} {unit}"
+    whole = abs(value) >= 10 or value == int(value)
+    return f"{value:,.0f} {unit}" if whole else f"{value:.1f} {unit}"
 
 
 @dataclass(frozen=True)
@@ -154,8 +155,9 @@ async def compare(
     notes: list[str] = []
     if points and points[0]["t"] > start + window_ms / int(HISTORY_BUCKETS) * 2:
         # Younger history than the window: read it again at a finer grain from its start.
-        notes.append(f"history starts at {utc(points[0]['t'])}, later than the window's start")
-        points = await _history(api, connection, int(points[0]["t"]) - 1, now)
+        points = await _history(api, connection, int(points[0]["t"]), now)
+        if points:
+            notes.append(f"history starts at {utc(points[0]['t'])}, within the window")
     name = await _name(api, connection)
     if len(points) < 2:
         notes.append(f"not enough history to compare ({len(points)} sample bucket(s))")
@@ -168,7 +170,7 @@ async def compare(
     except ToolRefused as refused:
         notes.append(f"could not check the slow-log rate: {refused.message}")
     try:
-        changes += await _restart(api, connection, window_ms, notes)
+        changes += await _restart(api, connection, now - before["t"], notes)
     except ToolRefused as refused:
         notes.append(f"could not check for a restart: {refused.message}")
     changes.sort(key=lambda c: -c.magnitude())
@@ -244,8 +246,10 @@ async def _slowlog_change(
 
 
 async def _restart(
-    api: ApiCaller, connection: str | None, window_ms: int, notes: list[str]
+    api: ApiCaller, connection: str | None, compared_ms: float, notes: list[str]
 ) -> list[Change]:
+    """A restart after the "before" point (a server started before the history began has
+    not restarted in the comparison)."""
     info = await api.get("/api/metrics/info", connection=connection, params={"sections": "server"})
     server: Sequence[Any] | Mapping[str, Any] = info.get("sections", {}).get("server", {})
     if not isinstance(server, Mapping):
@@ -253,7 +257,8 @@ async def _restart(
     uptime = server.get("uptime_in_seconds")
     version = server.get("valkey_version") or server.get("redis_version")
     notes.append(f"version now {version}")
-    if isinstance(uptime, int) and uptime * 1000 < window_ms:
+    # INFO truncates uptime to whole seconds: one second of slack.
+    if isinstance(uptime, int) and (uptime + 1) * 1000 < compared_ms:
         return [
             Change(
                 "restart",
@@ -262,7 +267,7 @@ async def _restart(
                 None,
                 "",
                 None,
-                note=f"restarted {span(uptime * 1000)} ago, within the window;"
+                note=f"restarted {span(uptime * 1000)} ago, after the earlier point;"
                 f" counters and memory started again from zero (version {version})",
             )
         ]
