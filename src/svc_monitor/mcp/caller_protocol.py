@@ -32,3 +32,12 @@ class ApiCaller(Protocol):
     async def send(
         self, method: str, path: str, *, connection: str | None = None, body: Any = None
     ) -> Any: ...
+
+
+def refusal(error: BaseException) -> tuple[int, str] | None:
+    """The status and message of a REST refusal, whichever transport's caller raised it
+    (each keeps `.status` and `.message`, as ToolRefused does); None for anything else."""
+    status, message = getattr(error, "status", None), getattr(error, "message", None)
+    if isinstance(status, int) and isinstance(message, str):
+        return status, message
+    return None

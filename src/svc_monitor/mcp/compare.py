@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from svc_monitor.mcp.caller_protocol import ApiCaller, ToolRefused
+from svc_monitor.mcp.caller_protocol import ApiCaller, refusal
 from svc_monitor.mcp.diagnosis_model import size, span, utc
 
 MAX_WINDOW_MINUTES = 7 * 24 * 60
@@ -167,12 +167,12 @@ async def compare(
     steady = sum(1 for m in METRICS if _value(before, m.key) is not None) - len(changes)
     try:
         changes += await _slowlog_change(api, connection, start, now, window_ms)
-    except ToolRefused as refused:
-        notes.append(f"could not check the slow-log rate: {refused.message}")
+    except Exception as error:
+        notes.append(f"could not check the slow-log rate: {_reason(error)}")
     try:
         changes += await _restart(api, connection, now - before["t"], notes)
-    except ToolRefused as refused:
-        notes.append(f"could not check for a restart: {refused.message}")
+    except Exception as error:
+        notes.append(f"could not check for a restart: {_reason(error)}")
     changes.sort(key=lambda c: -c.magnitude())
     return Comparison(
         name, window_minutes, before["t"], latest["t"], tuple(changes), steady, tuple(notes)
@@ -272,3 +272,12 @@ async def _restart(
             )
         ]
     return []
+
+
+def _reason(error: Exception) -> str:
+    """Why a secondary source failed; anything but a REST refusal is raised again, since it
+    is a bug or a broken transport, not a fact about the instance."""
+    refused = refusal(error)
+    if refused is None:
+        raise error
+    return refused[1]

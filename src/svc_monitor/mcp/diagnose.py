@@ -23,7 +23,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from svc_monitor.mcp.caller_protocol import ApiCaller, ToolRefused
+from svc_monitor.mcp.caller_protocol import ApiCaller, ToolRefused, refusal
 from svc_monitor.mcp.diagnosis_info import InfoChecks
 from svc_monitor.mcp.diagnosis_model import Diagnosis, Problem, utc
 from svc_monitor.mcp.diagnosis_sources import (
@@ -139,12 +139,8 @@ async def _diagnose_one(
     for (label, _), result in zip(SOURCES, results, strict=True):
         if isinstance(result, list):
             findings.problems += result
-        elif (
-            isinstance(result, ToolRefused)
-            and result.status in (402, 403)
-            and ("tier" in result.message.lower())
-        ):
-            findings.skipped.setdefault(label, result.message)
+        elif _licence_gate(result):
+            findings.skipped.setdefault(label, _reason(result))
         else:
             findings.unchecked.append(f"{label} on {name}: {_reason(result)}")
 
@@ -156,9 +152,15 @@ async def _guarded(
         return await source(api, conn_id, name, now)
 
 
+def _licence_gate(error: BaseException) -> bool:
+    refused = refusal(error)
+    return refused is not None and refused[0] in (402, 403) and "tier" in refused[1].lower()
+
+
 def _reason(error: BaseException) -> str:
-    if isinstance(error, ToolRefused):
-        return error.message
+    refused = refusal(error)
+    if refused is not None:
+        return refused[1]
     if isinstance(error, TimeoutError):
         return f"no answer within {SOURCE_TIMEOUT_S:g} s"
     # Anything else is a bug or a transport failure: keep the trace for whoever runs us.
