@@ -7,6 +7,7 @@ import valkey
 
 from svc_monitor.mcp.caller_protocol import ToolRefused
 from svc_monitor.mcp.diagnose import diagnose
+from tests.fixtures.receiver import Receiver
 from tests.fixtures.servers import RunningServer, ServerFactory
 from tests.fixtures.waiting import eventually
 from tests.mcp.rest_caller import HttpApiCaller, served_as_owner, served_settings
@@ -104,6 +105,35 @@ class TestDiagnoseNamesTheInducedProblemFirst:
         assert first.next_step.startswith("Upgrade to ")
         # Redis 6.2 refuses INFO with several sections; the whole INFO is read instead.
         assert result.unchecked == ()
+
+
+class TestDiagnoseUsesTheUsersThresholds:
+    async def test_a_webhooks_memory_threshold_makes_the_problem_critical(
+        self, fresh: Fresh, receiver: Receiver
+    ):
+        server = fresh("valkey", config={"maxmemory": "20mb"})
+        fill_to(server, 0.70)
+        # Development mode lets a webhook point at a loopback receiver.
+        settings = served_settings(server, NODE_ENV="development")
+        async with served_as_owner(settings) as api:
+            quiet = await diagnose(api)
+            await api.send(
+                "POST",
+                "/api/webhooks",
+                body={
+                    "name": "pager",
+                    "url": receiver.url(),
+                    "events": ["instance.down"],
+                    "thresholds": {"memoryCriticalPercent": 60},
+                },
+            )
+            result = await diagnose(api)
+
+        # 70 % is under the product's own warning level, but over the user's 60 %.
+        assert [p for p in quiet.problems if p.title.startswith("Memory at")] == []
+        first = result.problems[0]
+        assert (first.severity, first.title[:11]) == ("critical", "Memory at 7")
+        assert "over the 60 % memoryCriticalPercent of webhook 'pager'" in first.evidence[0]
 
 
 class TestDiagnoseOnAHealthyFleet:

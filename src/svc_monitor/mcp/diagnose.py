@@ -3,9 +3,11 @@ its evidence and the next step, read from the service's own REST API.
 
 Sources: the connection's state (down or unreachable), INFO (memory against maxmemory,
 fragmentation, evictions, writes rejected with OOM, clients against maxclients, blocked
-clients, replication link and lag), the usedMemory forecast (time to the limit), unresolved
-anomalies of the last hour (Pro; skipped with a note on Community), CVE and end-of-life
-findings, and slow-log bursts of the last ten minutes.
+clients, replication link and lag, against the strictest thresholds set on the
+connection's webhooks where they are stricter than the defaults), the usedMemory
+forecast (time to the limit), unresolved anomalies of the last hour (Pro; skipped with a
+note on Community), CVE and end-of-life findings, and slow-log bursts of the last ten
+minutes.
 
 Ranking: severity first (critical, warning, info), then a score from 0 to 100 that each
 source defines (see diagnosis_info and diagnosis_sources): the share of a limit in use, how
@@ -24,7 +26,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from svc_monitor.mcp.caller_protocol import ApiCaller, ToolRefused, refusal
-from svc_monitor.mcp.diagnosis_info import InfoChecks
+from svc_monitor.mcp.diagnosis_info import InfoChecks, Levels
 from svc_monitor.mcp.diagnosis_model import Diagnosis, Problem, utc
 from svc_monitor.mcp.diagnosis_sources import (
     anomaly_problems,
@@ -53,7 +55,20 @@ async def info_problems(api: ApiCaller, connection: str, name: str, now: float) 
     sections: Mapping[str, Mapping[str, Any]] = info.get("sections", {})
     server_time = sections.get("server", {}).get("server_time_usec")
     at = int(server_time) / 1000 if isinstance(server_time, int) else now
-    return InfoChecks(sections, connection=name, at=at).problems()
+    levels = await _levels(api, connection)
+    return InfoChecks(sections, connection=name, at=at, levels=levels).problems()
+
+
+async def _levels(api: ApiCaller, connection: str) -> Levels:
+    """The alert levels the user set on this connection's webhooks (and the global ones).
+    Reading webhooks may be refused to a member; the product's defaults apply then."""
+    try:
+        webhooks = await api.get("/api/webhooks", connection=connection)
+    except Exception as error:
+        if refusal(error) is None:
+            raise
+        return Levels()
+    return Levels.of_webhooks(webhooks if isinstance(webhooks, list) else [])
 
 
 SOURCES: tuple[tuple[str, Source], ...] = (

@@ -6,13 +6,15 @@ a replication link has been down, or a count on a logarithmic scale.
 """
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from svc_monitor.mcp.diagnosis_model import Problem, Severity, size, span, utc
 
 Sections = Mapping[str, Mapping[str, Any]]
 
+# The product's own alert levels (a webhook's thresholds default to these).
 MEMORY_CRITICAL_PERCENT = 90.0
 MEMORY_WARNING_PERCENT = 75.0
 CLIENTS_CRITICAL_PERCENT = 90.0
@@ -21,6 +23,44 @@ CLIENTS_WARNING_PERCENT = 80.0
 FRAGMENTATION_RATIO = 1.5
 FRAGMENTATION_MIN_BYTES = 64 * 1024**2
 REPLICA_LAG_WARNING_S = 10.0
+
+
+@dataclass(frozen=True)
+class Levels:
+    """Where a problem turns critical (lag: where it becomes a warning): the strictest
+    threshold among the connection's enabled webhooks, else the product's defaults.
+    `origin` names the webhook a level came from, for the evidence."""
+
+    memory_percent: float = MEMORY_CRITICAL_PERCENT
+    clients_percent: float = CLIENTS_CRITICAL_PERCENT
+    lag_seconds: float = REPLICA_LAG_WARNING_S
+    origin: Mapping[str, str] | None = None
+
+    @classmethod
+    def of_webhooks(cls, webhooks: Sequence[Mapping[str, Any]]) -> "Levels":
+        levels = {
+            "memoryCriticalPercent": MEMORY_CRITICAL_PERCENT,
+            "connectionCriticalPercent": CLIENTS_CRITICAL_PERCENT,
+            "replicationLagSeconds": REPLICA_LAG_WARNING_S,
+        }
+        origin: dict[str, str] = {}
+        for hook in webhooks:
+            thresholds = hook.get("thresholds") or {}
+            for key, level in levels.items():
+                value = thresholds.get(key)
+                if hook.get("enabled") and isinstance(value, int | float) and value < level:
+                    levels[key] = float(value)
+                    origin[key] = str(hook.get("name"))
+        return cls(
+            levels["memoryCriticalPercent"],
+            levels["connectionCriticalPercent"],
+            levels["replicationLagSeconds"],
+            origin,
+        )
+
+    def why(self, key: str, shown: str) -> str:
+        hook = (self.origin or {}).get(key)
+        return f"; over the {shown} {key} of webhook {hook!r}" if hook else ""
 
 
 def number(sections: Sections, section: str, key: str) -> float | None:
@@ -47,10 +87,13 @@ def pairs(value: Any) -> dict[str, str]:
 class InfoChecks:
     """The INFO-based rules for one instance, `at` being when the reply was read (ms)."""
 
-    def __init__(self, sections: Sections, *, connection: str, at: float) -> None:
+    def __init__(
+        self, sections: Sections, *, connection: str, at: float, levels: Levels = Levels()
+    ) -> None:
         self.sections = sections
         self.connection = connection
         self.at = at
+        self.levels = levels
 
     def problems(self) -> list[Problem]:
         return [
@@ -59,6 +102,7 @@ class InfoChecks:
             *self.evictions(),
             *self.rejected_writes(),
             *self.clients(),
+            *self.blocked(),
             *self.replication(),
         ]
 
@@ -73,9 +117,10 @@ class InfoChecks:
         if used is None or not limit:
             return []
         percent = 100 * used / limit
-        if percent < MEMORY_WARNING_PERCENT:
+        critical = self.levels.memory_percent
+        if percent < min(MEMORY_WARNING_PERCENT, critical):
             return []
-        severity: Severity = "critical" if percent >= MEMORY_CRITICAL_PERCENT else "warning"
+        severity: Severity = "critical" if percent >= critical else "warning"
         policy = str(self.sections.get("memory", {}).get("maxmemory_policy", "unknown"))
         consequence = (
             "writes will be refused with OOM"
@@ -84,7 +129,12 @@ class InfoChecks:
         )
         evidence = [
             f"used_memory {size(used)} of maxmemory {size(limit)} ({percent:.0f} %)"
-            f" at {utc(self.at)}",
+            f" at {utc(self.at)}"
+            + (
+                self.levels.why("memoryCriticalPercent", f"{critical:.0f} %")
+                if severity == "critical"
+                else ""
+            ),
             f"maxmemory_policy {policy}: at the limit {consequence}",
         ]
         step = (
@@ -158,41 +208,35 @@ class InfoChecks:
         ]
 
     def clients(self) -> list[Problem]:
-        found: list[Problem] = []
         connected = number(self.sections, "clients", "connected_clients")
         limit = number(self.sections, "clients", "maxclients")
-        if connected is not None and limit:
-            percent = 100 * connected / limit
-            if percent >= CLIENTS_WARNING_PERCENT:
-                severity: Severity = (
-                    "critical" if percent >= CLIENTS_CRITICAL_PERCENT else "warning"
-                )
-                found.append(
-                    self._problem(
-                        severity,
-                        f"Clients at {percent:.0f} % of maxclients",
-                        [
-                            f"connected_clients {connected:.0f} of maxclients {limit:.0f}"
-                            f" at {utc(self.at)}"
-                        ],
-                        "Find the top talkers and idle clients; raise maxclients or pool"
-                        " connections.",
-                        percent,
-                    )
-                )
+        if connected is None or not limit:
+            return []
+        percent = 100 * connected / limit
+        critical = self.levels.clients_percent
+        if percent < min(CLIENTS_WARNING_PERCENT, critical):
+            return []
+        severity: Severity = "critical" if percent >= critical else "warning"
+        why = self.levels.why("connectionCriticalPercent", f"{critical:.0f} %")
+        evidence = [
+            f"connected_clients {connected:.0f} of maxclients {limit:.0f} at {utc(self.at)}"
+            + (why if severity == "critical" else "")
+        ]
+        step = "Find the top talkers and idle clients; raise maxclients or pool connections."
+        title = f"Clients at {percent:.0f} % of maxclients"
+        return [self._problem(severity, title, evidence, step, percent)]
+
+    def blocked(self) -> list[Problem]:
         blocked = number(self.sections, "clients", "blocked_clients")
-        if blocked:
-            found.append(
-                self._problem(
-                    "info",
-                    f"{blocked:.0f} blocked clients",
-                    [f"blocked_clients {blocked:.0f} at {utc(self.at)}"],
-                    "Normal for queue workers (BLPOP, XREAD BLOCK); otherwise list the clients"
-                    " and their last command.",
-                    min(100.0, 10 * blocked),
-                )
-            )
-        return found
+        if not blocked:
+            return []
+        evidence = [f"blocked_clients {blocked:.0f} at {utc(self.at)}"]
+        step = (
+            "Normal for queue workers (BLPOP, XREAD BLOCK); otherwise list the clients and"
+            " their last command."
+        )
+        title = f"{blocked:.0f} blocked clients"
+        return [self._problem("info", title, evidence, step, min(100.0, 10 * blocked))]
 
     def replication(self) -> list[Problem]:
         section = self.sections.get("replication", {})
@@ -224,7 +268,7 @@ class InfoChecks:
                 )
             ]
         io = number(self.sections, "replication", "master_last_io_seconds_ago")
-        if io is not None and io >= REPLICA_LAG_WARNING_S:
+        if io is not None and io >= self.levels.lag_seconds:
             return [
                 self._problem(
                     "warning",
@@ -254,7 +298,7 @@ class InfoChecks:
                         50,
                     )
                 )
-            elif lag.isdigit() and int(lag) >= REPLICA_LAG_WARNING_S:
+            elif lag.isdigit() and int(lag) >= self.levels.lag_seconds:
                 found.append(
                     self._problem(
                         "warning",
