@@ -6,6 +6,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
+from fastapi import FastAPI
 
 from svc_monitor.app import create_app
 from svc_monitor.config import Settings
@@ -67,10 +68,13 @@ OWNER = {"email": "owner@example.com", "name": "Olive Owner", "password": "corre
 
 
 @asynccontextmanager
-async def served_as_owner(settings: Settings) -> AsyncIterator[HttpApiCaller]:
-    """The app served over real HTTP with user control on, and a caller acting as its
-    owner's personal token (created the way a user does, under their session)."""
-    app = create_app(settings)
+async def served_as_owner(
+    settings: Settings, *, app: FastAPI | None = None
+) -> AsyncIterator[HttpApiCaller]:
+    """The app (built from `settings` unless given) served over real HTTP with user control
+    on, and a caller acting as its owner's personal token (created the way a user does,
+    under their session)."""
+    app = app if app is not None else create_app(settings)
     async with serve_app(app) as base_url:
         async with httpx.AsyncClient(
             base_url=base_url, headers={"Origin": base_url}, timeout=30

@@ -1,12 +1,18 @@
 """`diagnose` against a served app and real servers: each induced problem comes first."""
 
+import time
 from collections.abc import Callable
 
 import pytest
 import valkey
 
+from svc_monitor.app import create_app
+from svc_monitor.engine.info import parse_info
 from svc_monitor.mcp.caller_protocol import ToolRefused
 from svc_monitor.mcp.diagnose import diagnose
+from svc_monitor.pipe.observation import Observation
+from tests.anomaly.info import info_text, rewrite, steady_load
+from tests.fixtures.licensing import SigningKey
 from tests.fixtures.receiver import Receiver
 from tests.fixtures.servers import RunningServer, ServerFactory
 from tests.fixtures.waiting import eventually
@@ -134,6 +140,41 @@ class TestDiagnoseUsesTheUsersThresholds:
         first = result.problems[0]
         assert (first.severity, first.title[:11]) == ("critical", "Memory at 7")
         assert "over the 60 % memoryCriticalPercent of webhook 'pager'" in first.evidence[0]
+
+
+class TestDiagnoseWithAnomalyDetection:
+    async def test_an_unresolved_anomaly_is_named_with_its_numbers(
+        self, valkey_server: RunningServer, signing_key: SigningKey
+    ):
+        settings = served_settings(
+            valkey_server, NODE_ENV="development", SVC_OFFLINE_LICENSE=signing_key.mint(tier="pro")
+        )
+        app = create_app(settings)
+        async with served_as_owner(settings, app=app) as api:
+            made = await api.send(
+                "POST",
+                "/api/connections",
+                body={"source": "push", "name": "pushed", "host": "10.9.9.7", "port": 6392},
+            )
+            # Two minutes of steady samples, then memory jumps: what the detector sees from
+            # a pushed instance, stamped in the last few minutes.
+            anomaly = app.state.features.anomaly
+            text = info_text(valkey_server)
+            start = int(time.time() * 1000) - 200_000
+            for i, info in enumerate(steady_load(text, 120, seed=3)):
+                anomaly.observe(Observation(made["id"], start + i * 1000, info))
+            odd = parse_info(rewrite(text, {"used_memory": 90_000_000}))
+            for i in range(120, 123):
+                anomaly.observe(Observation(made["id"], start + i * 1000, odd))
+            await anomaly.flush(everything=True)
+            result = await diagnose(api, "pushed")
+
+        first = result.problems[0]
+        assert first.source == "anomalies"
+        assert first.title.startswith("Anomaly on memory_used: spike, 85.8 MB against a usual ")
+        assert first.evidence[0].startswith("memory_used 85.8 MB against a baseline of ")
+        # Pro includes anomalies; a pushed connection has no slow log to read.
+        assert [s.split(":")[0] for s in result.skipped] == ["slow log"]
 
 
 class TestDiagnoseOnAHealthyFleet:

@@ -78,6 +78,8 @@ SOURCES: tuple[tuple[str, Source], ...] = (
     ("CVE findings", cve_problems),
     ("slow log", slowlog_problems),
 )
+# Sources that send commands to the instance: a pushed (OTLP) connection has none of them.
+LIVE_ONLY = frozenset({"slow log"})
 
 
 class _Findings:
@@ -147,11 +149,16 @@ async def _diagnose_one(
         # Every live source would only repeat that the instance does not answer.
         findings.problems.append(down)
         return
+    sources = SOURCES
+    if entry.get("source") == "push":
+        sources = tuple((label, source) for label, source in SOURCES if label not in LIVE_ONLY)
+        for label in sorted(LIVE_ONLY):
+            findings.skipped.setdefault(label, "needs a live connection; pushed ones send none")
     results = await asyncio.gather(
-        *(_guarded(source, api, conn_id, name, now) for _, source in SOURCES),
+        *(_guarded(source, api, conn_id, name, now) for _, source in sources),
         return_exceptions=True,
     )
-    for (label, _), result in zip(SOURCES, results, strict=True):
+    for (label, _), result in zip(sources, results, strict=True):
         if isinstance(result, list):
             findings.problems += result
         elif _licence_gate(result):

@@ -86,8 +86,12 @@ async def anomaly_problems(api: ApiCaller, connection: str, name: str, now: floa
             else "warning"
         )
         z = abs(float(event.get("zScore") or 0))
+        value, baseline = (
+            _reading(metric, event.get("value")),
+            _reading(metric, event.get("baseline")),
+        )
         evidence = [
-            f"{metric} {event.get('value')} against a baseline of {event.get('baseline')}"
+            f"{metric} {value} against a baseline of {baseline}"
             f" (z-score {z:.1f}) at {utc(event.get('timestamp', now))}",
             f"{counts[metric]} unresolved anomaly event(s) on {metric} in the last hour",
         ]
@@ -95,7 +99,8 @@ async def anomaly_problems(api: ApiCaller, connection: str, name: str, now: floa
         found.append(
             Problem(
                 severity,
-                f"Anomaly on {metric}: {event.get('message')}",
+                f"Anomaly on {metric}: {event.get('anomalyType', 'unusual value')}, {value}"
+                f" against a usual {baseline}",
                 tuple(evidence),
                 step,
                 "anomalies",
@@ -104,6 +109,14 @@ async def anomaly_problems(api: ApiCaller, connection: str, name: str, now: floa
             )
         )
     return found
+
+
+def _reading(metric: str, value: Any) -> str:
+    if not isinstance(value, int | float):
+        return str(value)
+    if "memory" in metric:
+        return size(value)
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.2f}"
 
 
 async def cve_problems(api: ApiCaller, connection: str, name: str, now: float) -> list[Problem]:
