@@ -16,6 +16,8 @@ from tests.fixtures.servers import RunningServer, ServerFactory
 # Every read tool, with the arguments it needs, and what its answer must show on a
 # standalone Valkey 9 with the Community tier: a summary, or the REST API's refusal.
 READ_TOOLS: dict[str, tuple[dict[str, Any], str]] = {
+    "diagnose": ({}, "# Diagnosis of"),
+    "compare": ({"window_minutes": 5}, "min earlier"),
     "list_instances": ({}, "[default]"),
     "health": ({}, "role: primary"),
     "info_summary": ({}, "memory: used"),

@@ -134,7 +134,8 @@ def _add_state_resource(server: MCPServer, caller_for: CallerFor) -> None:
     )(connection_state)
 
 
-_SLOW = """Find out why {target} is slow. Call, in order: health and info_summary (is it up,
+_SLOW = """Find out why {target} is slow. Call, in order: diagnose (what is already known to
+be wrong, ranked); compare (what changed in the last hour); health and info_summary (is it up,
 how busy, memory pressure, evictions); latency_latest and latency_doctor (spikes and their
 cause); slowlog_patterns then slowlog (which command shapes are slow, from which client);
 commandlog with type large-request and large-reply (big payloads); clients_summary and
@@ -142,7 +143,8 @@ top_talkers (who is sending the load); anomalies (what changed, Pro). For a clus
 cluster_node_stats and cluster_slot_stats for a hot node or slot. Answer with the likely
 cause, the evidence (figures with units and times) and the next step."""
 
-_MEMORY = """Find out whether {target} will run out of memory. Call: info_summary (used
+_MEMORY = """Find out whether {target} will run out of memory. Call: diagnose (memory
+pressure, evictions and the forecast, ranked); info_summary (used
 memory against maxmemory, policy, evictions); forecast with metric usedMemory (time to the
 limit and its range); memory_history (the trend); memory_stats and memory_doctor (where the
 memory goes, fragmentation); key_patterns and largest_keys (what holds it, Pro). Answer

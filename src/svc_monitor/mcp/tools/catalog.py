@@ -5,6 +5,7 @@ from svc_monitor.mcp.tools import (
     anomalies,
     clients,
     cluster,
+    diagnosis,
     instances,
     keys,
     latency,
@@ -17,6 +18,7 @@ from svc_monitor.mcp.tools import (
 from svc_monitor.mcp.tools.spec import ToolSpec
 
 TOOLS: list[ToolSpec] = [
+    *diagnosis.TOOLS,
     *instances.TOOLS,
     *logs.TOOLS,
     *latency.TOOLS,
