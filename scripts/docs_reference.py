@@ -315,12 +315,16 @@ def _schema_type(schema: dict[str, Any]) -> str:
     if "maximum" in schema:
         bounds.append(f"<= {schema['maximum']}")
     if "minLength" in schema:
-        bounds.append(f"at least {schema['minLength']} characters")
+        bounds.append(_characters("at least", schema["minLength"]))
     if "maxLength" in schema:
-        bounds.append(f"at most {schema['maxLength']} characters")
+        bounds.append(_characters("at most", schema["maxLength"]))
     if "pattern" in schema:
         bounds.append(f"matching `{schema['pattern']}`")
     return f"{words} ({', '.join(bounds)})" if bounds else words
+
+
+def _characters(bound: str, count: int) -> str:
+    return f"{bound} {count} character{'' if count == 1 else 's'}"
 
 
 def _schema_default(name: str, schema: dict[str, Any], required: list[str]) -> str:
