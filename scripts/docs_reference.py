@@ -1,11 +1,13 @@
 """The docs site's reference pages, written from the code so they cannot drift from it.
 
 Each function returns one page's Markdown: the configuration from `Settings`, the
-Prometheus families from the catalogue, the webhook events from the event table.
+Prometheus families from the catalogue, the webhook events from the event table, the MCP
+tools from the MCP server itself.
 `scripts/gen_docs_pages.py` hands them to mkdocs-gen-files at build time, and
 tests/docs/test_reference_pages.py checks them against the same sources.
 """
 
+import asyncio
 import enum
 import inspect
 import re
@@ -14,11 +16,16 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from annotated_types import Ge, Le, MaxLen, MinLen
+from mcp.server.mcpserver import Context, MCPServer
+from mcp_types import Prompt, ResourceTemplate, Tool
 from pydantic import SecretStr
 from pydantic.fields import FieldInfo
 
 from svc_monitor.config import Settings
 from svc_monitor.event_types.table import EVENT_TYPES
+from svc_monitor.mcp.caller_protocol import ApiCaller
+from svc_monitor.mcp.output import MAX_CHARS
+from svc_monitor.mcp.server import build_server
 from svc_monitor.otlp.ingest.collector_config import TOKEN_VARIABLE, Engine, collector_config
 from svc_monitor.prometheus.catalogue import FAMILIES, Family, sample_names
 
@@ -27,6 +34,7 @@ SETTINGS_PAGE = "reference/configuration.md"
 PROMETHEUS_PAGE = "reference/prometheus-metrics.md"
 EVENTS_PAGE = "reference/webhook-events.md"
 COLLECTOR_PAGE = "reference/collector-config.md"
+MCP_PAGE = "reference/mcp-tools.md"
 
 # The example instance and service of the generated Collector configuration.
 EXAMPLE_HOST = "valkey.internal"
@@ -261,9 +269,163 @@ def collector_page() -> str:
     return "\n".join(lines) + "\n"
 
 
+def _no_caller(ctx: Context, tool: str) -> ApiCaller:
+    raise RuntimeError(f"the docs list {tool} and never call it")
+
+
+def mcp_server() -> MCPServer:
+    """The server `svc-monitor mcp` and `/mcp` serve; listing it reaches no service."""
+    return build_server(_no_caller, lambda ctx: False)
+
+
+async def _listed(server: MCPServer) -> tuple[list[Tool], list[Prompt], list[ResourceTemplate]]:
+    return (
+        await server.list_tools(),
+        await server.list_prompts(),
+        await server.list_resource_templates(),
+    )
+
+
+def mcp_listing(
+    server: MCPServer | None = None,
+) -> tuple[list[Tool], list[Prompt], list[ResourceTemplate]]:
+    """What an assistant's `tools/list`, `prompts/list` and `resources/templates/list` get."""
+    return asyncio.run(_listed(server or mcp_server()))
+
+
+def is_admin_tool(tool: Tool) -> bool:
+    """An admin's tool, as the server announces it: not read-only."""
+    return tool.annotations is not None and tool.annotations.read_only_hint is False
+
+
+def _schema_type(schema: dict[str, Any]) -> str:
+    """A JSON Schema property as a reader says it: `integer (>= 1, <= 100)`, `one of a, b`."""
+    if "anyOf" in schema:
+        kept = [option for option in schema["anyOf"] if option.get("type") != "null"]
+        return " or ".join(_schema_type(option) for option in kept)
+    if "enum" in schema:
+        return "one of " + ", ".join(f"`{value}`" for value in schema["enum"])
+    if schema.get("format") == "password":
+        return "secret"
+    names = {"integer": "integer", "number": "number", "boolean": "boolean", "string": "text"}
+    words = names.get(str(schema.get("type")), str(schema.get("type", "any")))
+    bounds = []
+    if "minimum" in schema:
+        bounds.append(f">= {schema['minimum']}")
+    if "maximum" in schema:
+        bounds.append(f"<= {schema['maximum']}")
+    if "minLength" in schema:
+        bounds.append(_characters("at least", schema["minLength"]))
+    if "maxLength" in schema:
+        bounds.append(_characters("at most", schema["maxLength"]))
+    if "pattern" in schema:
+        bounds.append(f"matching `{schema['pattern']}`")
+    return f"{words} ({', '.join(bounds)})" if bounds else words
+
+
+def _characters(bound: str, count: int) -> str:
+    return f"{bound} {count} character{'' if count == 1 else 's'}"
+
+
+def _schema_default(name: str, schema: dict[str, Any], required: list[str]) -> str:
+    if name in required:
+        return "required"
+    default = schema.get("default")
+    if default is None:
+        return "none"
+    if isinstance(default, bool):
+        return f"`{str(default).lower()}`"
+    return f"`{default}`"
+
+
+def _tool_section(tool: Tool) -> list[str]:
+    access = (
+        "**Admin tool**: needs an admin's token."
+        if is_admin_tool(tool)
+        else "Read tool: a member's token, or none where user control is off."
+    )
+    lines = ["", f"### `{tool.name}`", "", access, "", " ".join((tool.description or "").split())]
+    properties: dict[str, Any] = tool.input_schema.get("properties", {})
+    required: list[str] = tool.input_schema.get("required", [])
+    lines += ["", "| parameter | type | default | description |", "|---|---|---|---|"]
+    for name, schema in properties.items():
+        lines.append(
+            f"| `{name}` | {_cell(_schema_type(schema))} "
+            f"| {_cell(_schema_default(name, schema, required))} "
+            f"| {_cell(schema.get('description', ''))} |"
+        )
+    return lines
+
+
+def mcp_tools_page() -> str:
+    """Every tool, prompt and resource template the MCP server lists, with input schemas."""
+    server = mcp_server()
+    tools, prompts, templates = mcp_listing(server)
+    lines = [
+        "# MCP tools",
+        "",
+        "Generated by asking svc-monitor's MCP server for its lists, as an assistant does when",
+        "it connects: the same server answers `svc-monitor mcp` (stdio) and `/mcp` (HTTP).",
+        "Every tool runs a REST route with the caller's token, so the route's role, licence",
+        "tier and activity log entry apply; a **read** tool needs a member's token (or none",
+        "where user control is off), an **admin** tool an admin's. Every answer is text of",
+        f"at most {MAX_CHARS:,} characters and says when it was cut. Setting up an assistant:",
+        "[Connect an AI assistant (MCP)](../guides/mcp.md).",
+        "",
+        "## What the server tells the assistant",
+        "",
+        "```text",
+        (server.instructions or "").strip(),
+        "```",
+        "",
+        "## Tools",
+        "",
+        f"{len(tools)} tools, in the order the server lists them.",
+        "",
+        "| tool | access | description |",
+        "|---|---|---|",
+    ]
+    for tool in tools:
+        access = "admin" if is_admin_tool(tool) else "read"
+        lines.append(f"| `{tool.name}` | {access} | {_cell(tool.description or '')} |")
+    for tool in tools:
+        lines += _tool_section(tool)
+    lines += [
+        "",
+        "## Prompts",
+        "",
+        "Investigations an assistant offers as commands: each names the tools to call, in",
+        "order, and what to answer with.",
+        "",
+        "| prompt | arguments | description |",
+        "|---|---|---|",
+    ]
+    for prompt in prompts:
+        arguments = ", ".join(
+            f"`{a.name}`" + ("" if a.required else " (optional)") for a in prompt.arguments or []
+        )
+        lines.append(
+            f"| `{prompt.name}` | {arguments or '-'} | {_cell(prompt.description or '')} |"
+        )
+    lines += [
+        "",
+        "## Resources",
+        "",
+        "| URI template | name | MIME type | description |",
+        "|---|---|---|---|",
+    ]
+    for template in templates:
+        lines.append(
+            f"| `{template.uri_template}` | `{template.name}` | {template.mime_type or '-'} "
+            f"| {_cell(template.description or '')} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 PAGES = {
     SETTINGS_PAGE: settings_page,
     PROMETHEUS_PAGE: prometheus_page,
     EVENTS_PAGE: events_page,
     COLLECTOR_PAGE: collector_page,
+    MCP_PAGE: mcp_tools_page,
 }

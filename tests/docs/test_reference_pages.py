@@ -12,17 +12,24 @@ import pytest
 from pydantic import SecretStr
 from scripts.docs_reference import (
     COLLECTOR_PAGE,
+    MCP_PAGE,
     PAGES,
     collector_page,
     events_page,
     example_collector_config,
+    is_admin_tool,
+    mcp_listing,
+    mcp_tools_page,
     prometheus_page,
     settings_page,
 )
 
 from svc_monitor.config import McpClientSettings, Settings
 from svc_monitor.event_types.table import BY_NAME, EVENT_TYPES
+from svc_monitor.mcp.output import MAX_CHARS
+from svc_monitor.mcp.tools.catalog import TOOLS
 from svc_monitor.prometheus.catalogue import FAMILIES, exposed_names, sample_names
+from svc_monitor.web.routes.tokens import TOKEN_PLACEHOLDER, mcp_snippets
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -147,6 +154,98 @@ class TestCollectorPage:
         for page in PAGES:
             assert not (DOCS / page).exists(), page
         assert COLLECTOR_PAGE in PAGES
+
+
+def _section(page: str, title: str) -> str:
+    """The text under `## title`, up to the next `## ` heading."""
+    start = page.index(f"\n## {title}\n")
+    end = page.find("\n## ", start + 1)
+    return page[start : end if end != -1 else len(page)]
+
+
+def _tool_rows(page: str) -> dict[str, str]:
+    """The summary table of the tools: its rows by tool name."""
+    summary = _section(page, "Tools").split("\n### ", 1)[0]
+    return {name: line for line in summary.splitlines() for name in _table_names(line)}
+
+
+class TestMcpToolsPage:
+    def test_every_tool_the_server_lists_has_a_row_and_a_section(self):
+        page = mcp_tools_page()
+        tools, _, _ = mcp_listing()
+        section = _section(page, "Tools")
+        rows = _tool_rows(page)
+        headings = re.findall(r"^### `([^`]+)`$", section, flags=re.M)
+        assert [tool.name for tool in tools] == headings
+        assert set(rows) == set(headings)
+        # What the server lists is the catalogue, nothing more and nothing less.
+        assert headings == [spec.name for spec in TOOLS]
+
+    def test_admin_tools_are_marked_as_the_catalogue_has_them(self):
+        rows = _tool_rows(mcp_tools_page())
+        for spec in TOOLS:
+            assert f"| {'admin' if spec.admin else 'read'} |" in rows[spec.name], spec.name
+        tools, _, _ = mcp_listing()
+        assert {t.name for t in tools if is_admin_tool(t)} == {s.name for s in TOOLS if s.admin}
+
+    def test_each_parameter_is_listed_with_its_default_and_description(self):
+        page = mcp_tools_page()
+        for spec in TOOLS:
+            start = page.index(f"### `{spec.name}`")
+            end = page.find("\n### ", start + 1)
+            block = page[start : end if end != -1 else page.index("\n## Prompts")]
+            rows = {n: line for line in block.splitlines() for n in _table_names(line)}
+            assert sorted(rows) == sorted(spec.params.model_fields), spec.name
+            for name, field in spec.params.model_fields.items():
+                if field.is_required():
+                    assert "| required |" in rows[name], (spec.name, name)
+                elif isinstance(field.default, int) and not isinstance(field.default, bool):
+                    assert f"| `{field.default}` |" in rows[name], (spec.name, name)
+                if field.description:
+                    assert " ".join(field.description.split()) in rows[name], (spec.name, name)
+
+    def test_bounds_and_choices_come_from_the_input_schema(self):
+        page = mcp_tools_page()
+        diagnose = page[page.index("### `diagnose`") : page.index("### `compare`")]
+        assert "| `limit` | integer (>= 1, <= 100) | `20` |" in diagnose
+        assert "one of `slow`, `large-request`, `large-reply`" in page
+        assert "| `password` | secret or" not in page  # a secret is never "or null"
+        assert "| `password` | secret |" in page
+
+    def test_the_prompts_and_the_resource_are_listed(self):
+        page = mcp_tools_page()
+        _, prompts, templates = mcp_listing()
+        listed = _table_names(_section(page, "Prompts"))
+        assert listed == [prompt.name for prompt in prompts]
+        assert set(listed) == {"why_is_it_slow", "will_it_run_out_of_memory"}
+        resources = _table_names(_section(page, "Resources"))
+        assert resources == [template.uri_template for template in templates]
+        assert resources == ["svc://connections/{connection}/state"]
+
+    def test_it_is_a_generated_page(self):
+        assert MCP_PAGE in PAGES
+        assert f"at most {MAX_CHARS:,} characters" in mcp_tools_page()
+
+
+class TestMcpGuide:
+    GUIDE = DOCS / "guides" / "mcp.md"
+
+    def test_it_shows_the_snippets_the_settings_page_gives(self):
+        text = self.GUIDE.read_text(encoding="utf-8")
+        blocks = re.findall(r"^```json\n(.*?)^```", text, flags=re.M | re.S)
+        snippets = mcp_snippets("https://monitor.example.com", None)
+        assert TOKEN_PLACEHOLDER in snippets["stdio"]
+        assert [b.rstrip() for b in blocks] == [snippets["stdio"], snippets["http"]]
+
+    def test_the_output_limit_and_tool_names_it_quotes_are_real(self):
+        text = self.GUIDE.read_text(encoding="utf-8")
+        assert f"at most {MAX_CHARS:,}" in " ".join(text.split())
+        names = {spec.name for spec in TOOLS}
+        quoted = set(re.findall(r"`([a-z]+(?:_[a-z]+)+|diagnose|compare|forecast)`", text))
+        prompts = {"why_is_it_slow", "will_it_run_out_of_memory"}
+        assert quoted - names - prompts == set()
+        admin = {spec.name for spec in TOOLS if spec.admin}
+        assert all(f"`{name}`" in text for name in admin), "the guide lists every admin tool"
 
 
 class TestHandWrittenPages:
