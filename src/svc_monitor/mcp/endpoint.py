@@ -15,6 +15,8 @@ from svc_monitor.mcp.server import build_server
 MCP_PATH = "/mcp"
 # Any route a member may call; with user control off it answers anyone.
 _PROBE = "/api/version"
+# Whom the credentials name: with user control off no token names anyone.
+_WHO = "/api/auth/me"
 # The in-process client's base URL: never resolved, the transport is the app itself.
 _INTERNAL = "http://svc-monitor.internal"
 
@@ -91,6 +93,16 @@ class LiveEndpoint:
         except ToolRefused as exc:
             return exc
         return None
+
+    async def names_a_user(self, headers: dict[str, str]) -> bool:
+        """Whether the request's Authorization is a user's token. With user control off
+        there are no users: any header names nobody, and must not unlock admin tools."""
+        forwarded = {name: headers[name] for name in _FORWARDED if name in headers}
+        try:
+            who = await RestCaller(self._client, headers=forwarded).get(_WHO)
+        except ToolRefused:
+            return False
+        return isinstance(who, dict) and who.get("signedIn") is True
 
     async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self._server.session_manager.handle_request(scope, receive, send)

@@ -66,6 +66,10 @@ class McpEndpoint:
         if refused is not None:
             await _refuse(send, refused.status, refused.message)
             return
+        if "authorization" in headers and not await live.names_a_user(headers):
+            # Let in, yet naming nobody (user control off): a caller without a token.
+            scope = dict(scope)
+            scope["headers"] = [(k, v) for k, v in scope["headers"] if k != b"authorization"]
         await live.handle(scope, receive, send)
 
     async def _started(self) -> "LiveEndpoint | None":

@@ -6,7 +6,7 @@ token, so the service's own access rules, licence gates and activity log apply.
 
 import httpx2
 
-from svc_monitor.mcp.api_caller import ApiCaller, RestCaller
+from svc_monitor.mcp.api_caller import ApiCaller, RestCaller, ToolRefused
 from svc_monitor.mcp.server import build_server
 
 DEFAULT_URL = "http://127.0.0.1:3001"
@@ -22,4 +22,18 @@ async def serve_stdio(url: str, token: str | None) -> None:
         def caller_for(_: object, tool: str) -> ApiCaller:
             return RestCaller(client, tool=tool, headers=headers)
 
-        await build_server(caller_for, lambda _: token is not None).run_stdio_async()
+        counts = token is not None and await _names_a_user(RestCaller(client, headers=headers))
+        await build_server(caller_for, lambda _: counts).run_stdio_async()
+
+
+async def _names_a_user(api: RestCaller) -> bool:
+    """Whether SVC_TOKEN is a user's token. With user control off there are no users, so
+    a token names nobody and must not unlock admin tools. A service not answering yet
+    leaves the token counted: each call is then decided by the REST API itself."""
+    try:
+        who = await api.get("/api/auth/me")
+    except ToolRefused as exc:
+        return exc.status != 404
+    except httpx2.HTTPError:
+        return True
+    return not isinstance(who, dict) or who.get("signedIn") is not False
