@@ -268,6 +268,8 @@ async def _install_features(
     # registry refresh and staleness sweep.
     tasks.append(asyncio.create_task(features.supervisor.run(), name="poll-supervisor"))
     tasks.append(asyncio.create_task(features.metrics_receiver.run(), name="otlp-metrics-receiver"))
+    # A settings row from before the window was a setting takes the environment's, once.
+    await services.runtime_settings.seed_retention()
     app.state.feature_tasks.append(asyncio.create_task(features.retention.run(), name="retention"))
     # Marks captures a dead process left running as failed; cancelled at shutdown, it stops
     # the running ones (their rows say "stopped") before storage closes.

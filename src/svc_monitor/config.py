@@ -186,7 +186,8 @@ class Settings(BaseSettings):
     ] = 7_200_000
     """metric_forecast.limit fires when the time to the ceiling is this or less."""
     LOCAL_RETENTION_DAYS: Annotated[int, Field(ge=1)] | None = None
-    """History retention window in days; unset keeps everything."""
+    """History retention window in days, seeding the retentionDays runtime setting when its
+    row is first created; afterwards the setting counts. Unset keeps everything."""
     KEY_ANALYTICS_SAMPLE_SIZE: Annotated[int, Field(ge=1)] = 10000
     """Keys sampled per key analytics run (Pro)."""
     KEY_ANALYTICS_SCAN_BATCH_SIZE: Annotated[int, Field(ge=1)] = 1000

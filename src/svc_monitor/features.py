@@ -254,6 +254,6 @@ def _retention(services: Services) -> HistoryRetention:
             *anomaly_store.HISTORY_TABLES,
         ],
         sample_tables=sample_tables,
-        retention_days=settings.LOCAL_RETENTION_DAYS,
+        retention_days=services.runtime_settings.retention_days,
         row_cap=MEMORY_ROW_CAP if settings.STORAGE_TYPE is StorageType.MEMORY else None,
     )

@@ -98,6 +98,8 @@ class TestMembers:
             m["name"]: m["role"] for m in (await ada.client.get("/api/workspace/members")).json()
         }
         assert roles == {"Olive Owner": "admin", "Ada": "owner"}
+        entry = (await workspace.activity(action="POST /api/workspace/transfer"))[0]
+        assert (entry["objectId"], entry["actorName"]) == (ada.id, "Olive Owner")
         again = await workspace.owner.client.post(
             "/api/workspace/transfer", json={"memberId": workspace.owner.id}
         )

@@ -30,6 +30,7 @@ from svc_monitor.mcp.output import MAX_CHARS
 from svc_monitor.mcp.tools.catalog import TOOLS
 from svc_monitor.prometheus.catalogue import FAMILIES, exposed_names, sample_names
 from svc_monitor.web.routes.tokens import TOKEN_PLACEHOLDER, mcp_snippets
+from svc_monitor.webhooks.targets import parse_webhook_url
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -270,6 +271,21 @@ class TestHandWrittenPages:
             if not any(f.startswith(name) for f in families)
         }
         assert not unknown, f"{page.name} names families that do not exist: {sorted(unknown)}"
+
+    def test_http_webhooks_are_said_to_need_the_mode_the_code_names(self):
+        """Every clause that says `http://` webhook URLs are accepted names only the NODE_ENV
+        value the URL check itself names when it refuses `http://`."""
+        with pytest.raises(ValueError, match=r"NODE_ENV=\w+") as refused:
+            parse_webhook_url("http://example.com/hook", allow_http=False)
+        allowed = set(re.findall(r"NODE_ENV=(\w+)", str(refused.value)))
+        claims: set[str] = set()
+        for page in _hand_written_pages():
+            text = " ".join(page.read_text(encoding="utf-8").split())
+            for clause in re.split(r"[.;]\s", text):
+                if "`http://`" in clause and "accept" in clause:
+                    claims |= set(re.findall(r"`NODE_ENV=(\w+)`", clause))
+        assert claims, "no page says when http:// webhook URLs are accepted"
+        assert claims <= allowed, f"the docs accept http:// with {sorted(claims - allowed)}"
 
 
 @pytest.mark.slow

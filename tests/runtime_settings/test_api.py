@@ -8,6 +8,7 @@ DEFAULTS = {
     "anomalyPollIntervalMs": 1000,
     "anomalyCacheTtlMs": 3600000,
     "anomalyPrometheusIntervalMs": 30000,
+    "retentionDays": None,  # LOCAL_RETENTION_DAYS unset: keep everything
 }
 
 

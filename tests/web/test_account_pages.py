@@ -171,6 +171,8 @@ class TestTeamPage:
             m["name"]: m["role"] for m in (await ada.client.get("/api/workspace/members")).json()
         }
         assert roles == {"Olive Owner": "admin", "Ada": "owner"}
+        entry = (await space.activity(action="POST /ui/team/transfer"))[0]
+        assert entry["objectId"] == ada.id
         page = await space.owner.client.get("/team", headers=HTML)
         assert 'data-action="transfer"' not in page.text  # an admin now
 

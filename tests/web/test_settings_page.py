@@ -15,8 +15,13 @@ async def api_settings(api: RunningApp) -> dict[str, Any]:
     return body
 
 
+def shown(value: Any) -> str:
+    """A value as the form holds it: empty for null (the retention window's keep-all)."""
+    return "" if value is None else str(value)
+
+
 def form_of(values: dict[str, Any], **changes: Any) -> dict[str, str]:
-    return {k: str(v) for k, v in {**values, **changes}.items()}
+    return {k: shown(v) for k, v in {**values, **changes}.items()}
 
 
 class TestSettingsPage:
@@ -27,7 +32,7 @@ class TestSettingsPage:
         html = page.text
         for name, value in current.items():
             assert f'name="{name}"' in html
-            assert f'value="{value}"' in html
+            assert f'value="{shown(value)}"' in html
         assert 'data-source="environment"' in html
         assert "AUDIT_POLL_INTERVAL_MS" in html
         # Memory storage: the page says changes do not survive a restart.
@@ -78,6 +83,35 @@ class TestSettingsPage:
         after = await api_settings(api)
         assert after["settings"] == before
         assert after["source"] == "environment"
+
+    async def test_the_retention_window_is_set_and_cleared_from_the_page(
+        self, memory_app_factory: AppFactory
+    ):
+        async with memory_app_factory(LOCAL_RETENTION_DAYS=30) as app:
+            before = (await api_settings(app))["settings"]
+            page = (await app.client.get("/settings")).text
+            row = page.split('data-setting="retentionDays"')[1].split("</tr>")[0]
+            assert 'value="30"' in row
+            assert "LOCAL_RETENTION_DAYS" in row
+            assert 'data-unit="days"' in row
+            saved = await app.client.post(
+                "/ui/settings", data=form_of(before, retentionDays=90), headers=FROM_PAGE
+            )
+            assert 'data-state="saved"' in saved.text
+            assert (await api_settings(app))["settings"]["retentionDays"] == 90
+            row = saved.text.split('data-setting="retentionDays"')[1].split("</tr>")[0]
+            assert 'data-source="database"' in row
+            assert "environment default 30 days" in row
+            await app.client.post(
+                "/ui/settings", data=form_of(before, retentionDays=""), headers=FROM_PAGE
+            )
+            assert (await api_settings(app))["settings"]["retentionDays"] is None
+            refused = await app.client.post(
+                "/ui/settings", data=form_of(before, retentionDays=0), headers=FROM_PAGE
+            )
+            assert 'data-field-error="retentionDays"' in refused.text
+            assert "History retention" in refused.text
+            assert (await api_settings(app))["settings"]["retentionDays"] is None
 
     async def test_a_bad_value_names_the_field_and_stores_nothing(self, api: RunningApp):
         before = await api_settings(api)

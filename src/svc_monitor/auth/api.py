@@ -13,7 +13,7 @@ from fastapi.responses import JSONResponse
 from svc_monitor.api.error_responses import error_responses
 from svc_monitor.api.params import MAX_EPOCH_MS
 from svc_monitor.auth.activity import MAX_PAGE
-from svc_monitor.auth.dependencies.access import principal_of, source_ip_of
+from svc_monitor.auth.dependencies.access import note_object, principal_of, source_ip_of
 from svc_monitor.auth.dependencies.origin import public_base
 from svc_monitor.auth.dependencies.principal import AuthDep, PrincipalDep, WorkspaceDep
 from svc_monitor.auth.schemas import (
@@ -196,9 +196,12 @@ async def remove_member(member_id: str, principal: PrincipalDep, auth: Workspace
     responses=error_responses(401, 403, 404, 422),
     summary="Make another member the owner; the previous owner becomes admin",
 )
-async def transfer(body: TransferWrite, principal: PrincipalDep, auth: WorkspaceDep) -> MemberRead:
+async def transfer(
+    request: Request, body: TransferWrite, principal: PrincipalDep, auth: WorkspaceDep
+) -> MemberRead:
     """Owner only: `memberId` becomes the owner and the current owner becomes an admin."""
     user = await auth.transfer_ownership(principal, body.memberId)
+    note_object(request, user.id)
     return MemberRead.of(user, with_email=True)
 
 

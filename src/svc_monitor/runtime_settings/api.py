@@ -11,7 +11,7 @@ router = APIRouter(prefix="/settings", tags=["settings"])
 
 @router.get("", response_model=RuntimeSettingsRead)
 async def get_settings(settings: RuntimeSettingsDep) -> RuntimeSettingsRead:
-    """The runtime settings in force (poll intervals and anomaly cache), no restart needed."""
+    """The runtime settings in force (poll intervals, anomaly cache, history retention)."""
     return await settings.read()
 
 
@@ -19,14 +19,17 @@ async def get_settings(settings: RuntimeSettingsDep) -> RuntimeSettingsRead:
 async def update_settings(
     body: RuntimeSettingsUpdate, settings: RuntimeSettingsDep
 ) -> RuntimeSettingsRead:
-    """Change some settings; values are positive integers of milliseconds.
+    """Change some settings; intervals are positive integers of milliseconds.
 
-    Saved in storage and kept across restarts, except with STORAGE_TYPE=memory.
+    `retentionDays` is the history window in days (1 to 36500), or null to keep history
+    forever; the retention sweeps use the new value from their next run. Saved in storage
+    and kept across restarts, except with STORAGE_TYPE=memory.
     """
     return await settings.update(body)
 
 
 @router.post("/reset", response_model=RuntimeSettingsRead)
 async def reset_settings(settings: RuntimeSettingsDep) -> RuntimeSettingsRead:
-    """Forget saved changes: every setting goes back to its environment default."""
+    """Forget saved changes: every setting goes back to its environment default (the
+    retention window to LOCAL_RETENTION_DAYS)."""
     return await settings.reset()

@@ -1,10 +1,16 @@
-"""The five runtime settings the spec lets operators change without a restart."""
+"""The runtime settings operators change without a restart: the spec's five intervals, and
+the history retention window LOCAL_RETENTION_DAYS seeds."""
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 Interval = Annotated[int, Field(ge=1, le=2_147_483_647, description="milliseconds")]
+# A century: past it a window keeps everything anyway, and a typo of extra digits is caught.
+MAX_RETENTION_DAYS = 36_500
+RetentionDays = Annotated[
+    int, Field(ge=1, le=MAX_RETENTION_DAYS, description="days of history kept; null keeps all")
+]
 
 
 class RuntimeSettingsValues(BaseModel):
@@ -17,10 +23,14 @@ class RuntimeSettingsValues(BaseModel):
     anomalyPollIntervalMs: Interval
     anomalyCacheTtlMs: Interval
     anomalyPrometheusIntervalMs: Interval
+    retentionDays: RetentionDays | None
 
 
 class RuntimeSettingsUpdate(BaseModel):
-    """Any subset of the settings; an unknown name is refused (422) rather than ignored."""
+    """Any subset of the settings; an unknown name is refused (422) rather than ignored.
+
+    `retentionDays: null` means keep history forever; for the intervals null means unchanged.
+    """
 
     model_config = ConfigDict(
         extra="forbid",
@@ -34,6 +44,12 @@ class RuntimeSettingsUpdate(BaseModel):
     anomalyPollIntervalMs: Interval | None = None
     anomalyCacheTtlMs: Interval | None = None
     anomalyPrometheusIntervalMs: Interval | None = None
+    retentionDays: RetentionDays | None = None
+
+    def changes(self) -> dict[str, Any]:
+        """What this update sets: the intervals given, and retentionDays when it was sent."""
+        sent = self.model_dump(exclude_unset=True)
+        return {k: v for k, v in sent.items() if v is not None or k == "retentionDays"}
 
 
 class RuntimeSettingsRead(BaseModel):

@@ -1,4 +1,9 @@
-"""Runtime settings: environment defaults, overridden by what was saved through the API."""
+"""Runtime settings: environment defaults, overridden by what was saved through the API.
+
+The retention window is different from the intervals: LOCAL_RETENTION_DAYS only seeds it.
+The value in force when the settings row is created is written into the row, so from then
+on a changed environment no longer moves it; only the API (or a reset) does.
+"""
 
 import time
 from typing import Any
@@ -13,6 +18,8 @@ from svc_monitor.runtime_settings.schemas import (
     RuntimeSettingsValues,
 )
 from svc_monitor.runtime_settings.store import RuntimeSettingsStore
+
+RETENTION = "retentionDays"
 
 
 class RuntimeSettingsService:
@@ -31,6 +38,7 @@ class RuntimeSettingsService:
             anomalyPollIntervalMs=s.ANOMALY_POLL_INTERVAL_MS,
             anomalyCacheTtlMs=s.ANOMALY_CACHE_TTL_MS,
             anomalyPrometheusIntervalMs=s.ANOMALY_PROMETHEUS_INTERVAL_MS,
+            retentionDays=s.LOCAL_RETENTION_DAYS,
         )
 
     async def read(self) -> RuntimeSettingsRead:
@@ -43,10 +51,31 @@ class RuntimeSettingsService:
     async def current(self) -> RuntimeSettingsValues:
         return (await self.read()).settings
 
+    async def retention_days(self) -> int | None:
+        """The history window the retention sweeps apply now; None keeps everything."""
+        return (await self.current()).retentionDays
+
+    async def seed_retention(self) -> None:
+        """Give a row saved before the window was a setting the environment's window, once.
+
+        Without it, such a row would follow LOCAL_RETENTION_DAYS at every start, which the
+        setting does only until its row exists.
+        """
+        stored = await self._store.load()
+        if stored is None or RETENTION in stored[0]:
+            return
+        values, updated_at = stored
+        await self._store.save(
+            {**values, RETENTION: self._settings.LOCAL_RETENTION_DAYS}, updated_at=updated_at
+        )
+
     async def update(self, change: RuntimeSettingsUpdate) -> RuntimeSettingsRead:
         stored = await self._store.load()
-        values: dict[str, Any] = stored[0] if stored else {}
-        values.update(change.model_dump(exclude_none=True))
+        # The row is created here: the window comes from the environment unless sent.
+        values: dict[str, Any] = (
+            stored[0] if stored else {RETENTION: self._settings.LOCAL_RETENTION_DAYS}
+        )
+        values.update(change.changes())
         now = int(time.time() * 1000)
         await self._store.save(values, updated_at=now)
         self._bus.publish(RuntimeSettingsChanged())

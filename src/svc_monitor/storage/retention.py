@@ -1,8 +1,10 @@
-"""Retention of history: the LOCAL_RETENTION_DAYS window, and a row cap for memory storage.
+"""Retention of history: the retention window, and a row cap for memory storage.
 
-- With LOCAL_RETENTION_DAYS set: one sweep at startup and one a day delete every history
-  row older than the window; an hourly trim applies the window to the sample stores
-  (the fast-growing ones) in between. Unset: nothing is ever deleted.
+- With a window (the `retentionDays` runtime setting, which LOCAL_RETENTION_DAYS seeds):
+  one sweep at startup and one a day delete every history row older than the window; an
+  hourly trim applies the window to the sample stores (the fast-growing ones) in between.
+  The window is read at every sweep, so a change applies without a restart. None: nothing
+  is ever deleted.
 - With STORAGE_TYPE=memory: every history table is capped at MEMORY_ROW_CAP rows (oldest
   go first), checked hourly and at startup, so the process cannot grow without bound.
 
@@ -13,7 +15,7 @@ Every history table has `id` (ascending with time), `connection_id` and `capture
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from sqlalchemy import Connection, Table, delete, func, select
 
@@ -37,24 +39,29 @@ class HistoryRetention:
         tables: Sequence[Table],
         *,
         sample_tables: Sequence[Table] = (),
-        retention_days: int | None,
+        retention_days: int | Callable[[], Awaitable[int | None]] | None,
         row_cap: int | None,
     ) -> None:
+        """`retention_days` is a fixed window, or how to read the one in force."""
         self._db = db
         self._tables = list(tables)
         self._sample_tables = list(sample_tables)
         self._retention_days = retention_days
         self._row_cap = row_cap
 
+    async def window_days(self) -> int | None:
+        if callable(self._retention_days):
+            return await self._retention_days()
+        return self._retention_days
+
     async def sweep(
         self, *, now_ms: int | None = None, tables: Sequence[Table] | None = None
     ) -> int:
         """Delete rows older than the window; how many went. A no-op without a window."""
-        if self._retention_days is None:
+        days = await self.window_days()
+        if days is None:
             return 0
-        cutoff = (now_ms if now_ms is not None else int(time.time() * 1000)) - (
-            self._retention_days * DAY_MS
-        )
+        cutoff = (now_ms if now_ms is not None else int(time.time() * 1000)) - days * DAY_MS
         targets = list(tables) if tables is not None else self._tables
 
         def work(conn: Connection) -> int:
@@ -67,7 +74,7 @@ class HistoryRetention:
             logger.info(
                 "retention: removed %d history rows older than %d days",
                 removed,
-                self._retention_days,
+                days,
             )
         return removed
 

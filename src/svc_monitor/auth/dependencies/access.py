@@ -54,6 +54,9 @@ class AccessFacts:
     source_ip: str
     refreshed_cookie: str | None = None
     clear_cookie: bool = False
+    # What the change was made to when neither the path nor a created body says it (an
+    # ownership transfer names its member in the request body): set by the route.
+    object_id: str | None = None
 
 
 class SignInFirst(Exception):
@@ -200,6 +203,13 @@ def principal_of(connection: HTTPConnection) -> Principal | None:
     return facts.principal if facts is not None else None
 
 
+def note_object(connection: HTTPConnection, object_id: str) -> None:
+    """Name what this request changed, for its activity log entry."""
+    facts: AccessFacts | None = connection.scope.get(SCOPE_KEY)
+    if facts is not None:
+        facts.object_id = object_id
+
+
 def source_ip_of(connection: HTTPConnection) -> str:
     facts: AccessFacts | None = connection.scope.get(SCOPE_KEY)
     return facts.source_ip if facts is not None else "unknown"
@@ -318,7 +328,7 @@ async def _record(
             connection_id=connection_id.decode("latin-1") if connection_id else None,
             route=facts.template,
             status=status,
-            object_id=_object_id(scope, body),
+            object_id=facts.object_id or _object_id(scope, body),
             details=details,
         )
     except Exception:  # the change happened; a failed log write must not hide that

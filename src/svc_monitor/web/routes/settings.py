@@ -1,5 +1,5 @@
-"""Settings page: the runtime settings (poll intervals, anomaly cache) as a form, and
-the License section (routes/license.py).
+"""Settings page: the runtime settings (poll intervals, anomaly cache, history retention)
+as a form, and the License section (routes/license.py).
 
 Reads and changes go through RuntimeSettingsService, as `GET/PUT /api/settings` and
 `POST /api/settings/reset` do, and the form is validated by the API's own
@@ -34,6 +34,8 @@ class Field:
     label: str
     env: str  # the environment variable that seeds it
     help: str
+    unit: str = "ms"
+    optional: bool = False  # left empty, the value is null (for retention: keep everything)
 
 
 FIELDS = (
@@ -67,6 +69,15 @@ FIELDS = (
         "ANOMALY_PROMETHEUS_INTERVAL_MS",
         "How often anomaly summaries are refreshed for the Prometheus export.",
     ),
+    Field(
+        "retentionDays",
+        "History retention",
+        "LOCAL_RETENTION_DAYS",
+        "Days of history kept; empty keeps everything. Older samples go within the hour, "
+        "other history within the day.",
+        unit="days",
+        optional=True,
+    ),
 )
 
 
@@ -94,13 +105,20 @@ async def _form(
 ) -> SettingsForm:
     service = ui.services.runtime_settings
     current = await service.read()
-    shown = {f.name: str(getattr(current.settings, f.name)) for f in FIELDS}
+    shown = {f.name: _shown(getattr(current.settings, f.name)) for f in FIELDS}
     return SettingsForm(current, service.defaults(), shown | (values or {}), errors or {}, message)
+
+
+def _shown(value: int | None) -> str:
+    return "" if value is None else str(value)
 
 
 def validate(values: dict[str, str]) -> RuntimeSettingsUpdate | dict[str, str]:
     """The API's update model for the form's fields, or the problem of each bad field."""
-    data = {f.name: values.get(f.name, "").strip() for f in FIELDS}
+    data: dict[str, str | None] = {f.name: values.get(f.name, "").strip() for f in FIELDS}
+    for f in FIELDS:
+        if f.optional and not data[f.name]:
+            data[f.name] = None
     try:
         return RuntimeSettingsUpdate.model_validate(data)
     except ValidationError as exc:
@@ -108,7 +126,7 @@ def validate(values: dict[str, str]) -> RuntimeSettingsUpdate | dict[str, str]:
         problems: dict[str, str] = {}
         for error in exc.errors():
             name = str(error["loc"][0]) if error["loc"] else "form"
-            value = data.get(name, "")
+            value = data.get(name) or ""
             detail = "it is required" if value == "" else str(error["msg"]).lower()
             # Name the field and echo what was typed: the form is shown again with it.
             problems.setdefault(name, f"{labels.get(name, name)}: {detail}")
@@ -140,9 +158,7 @@ async def save_settings(request: Request, ui: UiDep) -> HTMLResponse:
     # Store only what the user changed: an untouched field keeps following its
     # environment default if it has not been saved before.
     changed = {
-        name: value
-        for name, value in change.model_dump(exclude_none=True).items()
-        if getattr(current, name) != value
+        name: value for name, value in change.changes().items() if getattr(current, name) != value
     }
     if changed:
         await service.update(RuntimeSettingsUpdate.model_validate(changed))

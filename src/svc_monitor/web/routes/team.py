@@ -12,6 +12,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from svc_monitor.auth.dependencies.access import note_object
 from svc_monitor.auth.dependencies.origin import public_base
 from svc_monitor.auth.models import Invitation, InvitationStatus, Principal, Role, User
 from svc_monitor.errors import AppError, NotFound
@@ -119,8 +120,9 @@ async def remove(member_id: str, ui: UiDep) -> HTMLResponse:
 async def transfer(request: Request, ui: UiDep) -> Response:
     form = parse_form(await request.body())
     try:
-        await ui.services.auth.transfer_ownership(_actor(ui), form.get("memberId", ""))
+        member = await ui.services.auth.transfer_ownership(_actor(ui), form.get("memberId", ""))
     except AppError as exc:
         return _panel(ui, await _view(ui, error=exc.message))
+    note_object(request, member.id)
     # The page changes shape (this user is an admin now): load it again.
     return Response(status_code=204, headers={"HX-Refresh": "true"})
