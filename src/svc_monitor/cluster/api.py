@@ -116,6 +116,7 @@ async def get_slot_stats(
     limit: Annotated[int, Query(ge=1, le=16384, description="at most this many slots")] = 100,
 ) -> SlotStatsRead:
     """CLUSTER SLOT-STATS (Valkey 8.0+ in cluster mode): the top slots by `orderBy`, keyed by
-    slot number. 501 when the engine lacks it; 409 when cluster mode is disabled, or for
-    `cpu-usec` when the server does not track it (`cluster-slot-stats-enabled no`)."""
+    slot number; a metric the server does not report is null. 501 when the engine lacks
+    it or cluster mode is disabled; 409 for `cpu-usec` when the server does not track it
+    (`cluster-slot-stats-enabled no`)."""
     return await clusters.slot_stats(connection, order_by=order_by, limit=limit)
