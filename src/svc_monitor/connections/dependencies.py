@@ -76,7 +76,7 @@ def mark_live_only(document: dict[str, Any], routes: Sequence[BaseRoute]) -> Non
         route = context.original_route
         if not isinstance(route, APIRoute) or not is_live_only(route):
             continue
-        for method in route.methods:
+        for method in route.methods or ():
             operation = paths.get(context.path_format or "", {}).get(method.lower())
             if operation is None:
                 continue  # left out of the document (include_in_schema=False)
