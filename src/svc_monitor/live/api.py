@@ -1,8 +1,9 @@
 """Live-read metrics routes (under /api): latency, memory, role, config, keyspace (the
 cluster ones are in cluster/api.py).
 
-Every route reads the engine of the selected connection (`X-Connection-Id`) at request time.
-Engine refusals answer 501 with the engine's words, an unreachable engine 503.
+Every route reads the engine of the selected connection (`X-Connection-Id`) at request time,
+so each takes it as LiveConnection (a push connection: 409 before anything else). Engine
+refusals answer 501 with the engine's words, an unreachable engine 503.
 """
 
 from typing import Annotated
