@@ -50,7 +50,7 @@ REFUSED_READS: dict[str, tuple[dict[str, Any], str]] = {
     "hot_keys": ({}, "needs the Pro or Enterprise tier"),
     "cluster_nodes": ({}, "Cluster mode is disabled"),
     "cluster_node_stats": ({}, "not a cluster"),
-    "cluster_slot_stats": ({}, "Cluster mode is disabled"),
+    "cluster_slot_stats": ({}, "not in cluster mode"),
     "cluster_slowlog": ({}, "not a cluster"),
 }
 ADMIN_TOOLS = {

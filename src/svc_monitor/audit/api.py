@@ -14,7 +14,11 @@ from svc_monitor.audit.schemas import (
     AuditEntry,
     AuditStats,
 )
-from svc_monitor.connections.dependencies import ConnectionServiceDep, SelectedConnection
+from svc_monitor.connections.dependencies import (
+    ConnectionServiceDep,
+    LiveConnection,
+    SelectedConnection,
+)
 
 router = APIRouter(tags=["audit"])
 
@@ -93,7 +97,7 @@ async def list_audit_entries_of_user(
     responses=error_responses(404, 409, 422, 501, 503),
 )
 async def get_acl_log(
-    connection: SelectedConnection,
+    connection: LiveConnection,
     connections: ConnectionServiceDep,
     audit: AuditDep,
     count: Annotated[int, Query(ge=1, le=10_000, description="at most this many entries")] = 10,
@@ -111,7 +115,7 @@ async def get_acl_log(
     responses=error_responses(404, 409, 501, 503),
 )
 async def reset_acl_log(
-    connection: SelectedConnection, connections: ConnectionServiceDep, audit: AuditDep
+    connection: LiveConnection, connections: ConnectionServiceDep, audit: AuditDep
 ) -> AclLogReset:
     """Clear the server's ACL LOG (ACL LOG RESET). The stored audit trail is kept."""
     seen = connections.last_seen(connection)

@@ -28,7 +28,11 @@ from svc_monitor.client_analytics.schemas import (
     Pruned,
     SpikeDetection,
 )
-from svc_monitor.connections.dependencies import ConnectionServiceDep, SelectedConnection
+from svc_monitor.connections.dependencies import (
+    ConnectionServiceDep,
+    LiveConnection,
+    SelectedConnection,
+)
 
 router = APIRouter(tags=["client-analytics"])
 
@@ -206,7 +210,7 @@ async def cleanup_client_snapshots(
 
 @router.get("/metrics/clients", response_model=list[LiveClient], responses=_LIVE_ERRORS)
 async def list_clients(
-    connection: SelectedConnection,
+    connection: LiveConnection,
     connections: ConnectionServiceDep,
     analytics: ClientAnalyticsDep,
     type: Kind = None,
@@ -221,7 +225,7 @@ async def list_clients(
 
 @router.get("/metrics/clients/{id}", response_model=LiveClient, responses=_LIVE_ERRORS)
 async def get_client(
-    connection: SelectedConnection,
+    connection: LiveConnection,
     connections: ConnectionServiceDep,
     analytics: ClientAnalyticsDep,
     client_id: Annotated[
@@ -234,7 +238,7 @@ async def get_client(
 
 @router.delete("/metrics/clients", response_model=Killed, responses=_LIVE_ERRORS)
 async def kill_clients(
-    connection: SelectedConnection,
+    connection: LiveConnection,
     connections: ConnectionServiceDep,
     analytics: ClientAnalyticsDep,
     ids: Annotated[

@@ -15,7 +15,7 @@ from svc_monitor.cluster.schemas import (
     ClusterNodeStats,
     SlotStatsRead,
 )
-from svc_monitor.connections.dependencies import ConnectionServiceDep, SelectedConnection
+from svc_monitor.connections.dependencies import ConnectionServiceDep, LiveConnection
 from svc_monitor.errors import NotSupported
 from svc_monitor.slowlog.service import COMMANDLOG_UNSUPPORTED
 
@@ -30,7 +30,7 @@ _CLUSTER = error_responses(404, 409, 501, 503)
     "/node-stats", response_model=list[ClusterNodeStats], responses=error_responses(404, 409)
 )
 async def list_node_stats(
-    connection: SelectedConnection, clusters: ClustersDep
+    connection: LiveConnection, clusters: ClustersDep
 ) -> list[ClusterNodeStats]:
     """Every node of the selected connection's cluster, with its role as the node itself
     last reported it (so a failover shows within a poll) and its headline stats.
@@ -52,7 +52,7 @@ LogType = Annotated[
     responses=error_responses(404, 409, 422, 501),
 )
 async def list_cluster_slowlog(
-    connection: SelectedConnection, clusters: ClustersDep, count: Count = 100
+    connection: LiveConnection, clusters: ClustersDep, count: Count = 100
 ) -> list[ClusterLogEntry]:
     """The slow logs of every node, read live and merged newest first; each entry names
     the node (host:port) that logged it (501 where SLOWLOG is renamed, disabled or denied)."""
@@ -65,7 +65,7 @@ async def list_cluster_slowlog(
     responses=error_responses(404, 409, 422, 501),
 )
 async def list_cluster_commandlog(
-    connection: SelectedConnection,
+    connection: LiveConnection,
     connections: ConnectionServiceDep,
     clusters: ClustersDep,
     count: Count = 100,
@@ -80,7 +80,7 @@ async def list_cluster_commandlog(
 
 @router.get("/clients", response_model=list[ClusterClient], responses=error_responses(404, 409))
 async def list_cluster_clients(
-    connection: SelectedConnection, clusters: ClustersDep
+    connection: LiveConnection, clusters: ClustersDep
 ) -> list[ClusterClient]:
     """Clients of every node, each naming its node; the monitor's own connections are
     left out."""
@@ -88,16 +88,14 @@ async def list_cluster_clients(
 
 
 @live_router.get("/info", response_model=ClusterInfoRead, responses=_CLUSTER)
-async def get_cluster_info(
-    connection: SelectedConnection, clusters: ClustersDep
-) -> ClusterInfoRead:
+async def get_cluster_info(connection: LiveConnection, clusters: ClustersDep) -> ClusterInfoRead:
     """CLUSTER INFO as an object. A server with cluster mode disabled answers 409."""
     return await clusters.cluster_info(connection)
 
 
 @live_router.get("/nodes", response_model=list[ClusterNodeRead], responses=_CLUSTER)
 async def list_cluster_nodes(
-    connection: SelectedConnection, clusters: ClustersDep
+    connection: LiveConnection, clusters: ClustersDep
 ) -> list[ClusterNodeRead]:
     """CLUSTER NODES, parsed: every node with flags, primary, link state and slot ranges,
     including slots being migrated or imported. 409 when cluster mode is disabled."""
@@ -110,7 +108,7 @@ async def list_cluster_nodes(
     responses=error_responses(404, 409, 422, 501, 503),
 )
 async def get_slot_stats(
-    connection: SelectedConnection,
+    connection: LiveConnection,
     clusters: ClustersDep,
     order_by: Annotated[
         Literal["key-count", "cpu-usec"], Query(alias="orderBy", description="sort metric")
@@ -118,6 +116,7 @@ async def get_slot_stats(
     limit: Annotated[int, Query(ge=1, le=16384, description="at most this many slots")] = 100,
 ) -> SlotStatsRead:
     """CLUSTER SLOT-STATS (Valkey 8.0+ in cluster mode): the top slots by `orderBy`, keyed by
-    slot number. 501 when the engine lacks it; 409 when cluster mode is disabled, or for
-    `cpu-usec` when the server does not track it (`cluster-slot-stats-enabled no`)."""
+    slot number; a metric the server does not report is null. 501 when the engine lacks
+    it or cluster mode is disabled; 409 for `cpu-usec` when the server does not track it
+    (`cluster-slot-stats-enabled no`)."""
     return await clusters.slot_stats(connection, order_by=order_by, limit=limit)

@@ -90,14 +90,14 @@ class ClusterNodeRead(BaseModel):
 
 
 class SlotStatsRecord(BaseModel):
-    """One slot's statistics. The spec makes them integers: a metric this engine does not
-    track (Valkey tracks cpu_usec only with `cluster-slot-stats-enabled yes`) reads 0."""
+    """One slot's statistics. A metric the server did not report is null, never 0: Valkey
+    reports only key_count unless `cluster-slot-stats-enabled yes`."""
 
-    key_count: int
-    expires_count: int
-    total_reads: int
-    total_writes: int
-    cpu_usec: int
+    key_count: int | None
+    expires_count: int | None
+    total_reads: int | None
+    total_writes: int | None
+    cpu_usec: int | None
 
 
 class SlotStatsRead(RootModel[dict[str, SlotStatsRecord]]):

@@ -367,7 +367,11 @@ class ClusterService:
         if not identity.capabilities.has_slot_stats:
             raise FeatureUnavailable(SLOT_STATS_UNSUPPORTED)
         if not identity.cluster_enabled:
-            raise ClusterModeDisabled()
+            # The command exists but a standalone server refuses it: unsupported here, as
+            # on an engine without it (501), not a conflict the caller could resolve.
+            raise FeatureUnavailable(
+                f"{SLOT_STATS_UNSUPPORTED}: the server is not in cluster mode (cluster-enabled no)"
+            )
         command = ("CLUSTER", "SLOT-STATS", "ORDERBY", order_by, "LIMIT", limit)
         try:
             # Each primary reports only its own slots: ask them all (top_slot_stats merges).
@@ -383,11 +387,11 @@ class ClusterService:
         return SlotStatsRead(
             {
                 str(s.slot): SlotStatsRecord(
-                    key_count=s.key_count or 0,
-                    expires_count=s.expires_count or 0,
-                    total_reads=s.total_reads or 0,
-                    total_writes=s.total_writes or 0,
-                    cpu_usec=s.cpu_usec or 0,
+                    key_count=s.key_count,
+                    expires_count=s.expires_count,
+                    total_reads=s.total_reads,
+                    total_writes=s.total_writes,
+                    cpu_usec=s.cpu_usec,
                 )
                 for s in stats
             }

@@ -6,7 +6,7 @@ from fastapi import APIRouter, Query
 
 from svc_monitor.api.error_responses import error_responses
 from svc_monitor.api.params import From, To
-from svc_monitor.connections.dependencies import SelectedConnection
+from svc_monitor.connections.dependencies import LiveConnection
 from svc_monitor.key_analytics.dependencies import KeyAnalyticsDep
 from svc_monitor.key_analytics.schemas import KeyAnalyticsSummaryRead, KeyPatternRead
 from svc_monitor.licensing.dependencies import RequireFeature
@@ -23,7 +23,7 @@ router = APIRouter(
     responses=error_responses(403, 404, 409, 422),
 )
 async def list_key_patterns(
-    connection: SelectedConnection,
+    connection: LiveConnection,
     analytics: KeyAnalyticsDep,
     since: From = None,
     until: To = None,
@@ -46,7 +46,7 @@ async def list_key_patterns(
     responses=error_responses(403, 404, 409, 422),
 )
 async def get_key_analytics_summary(
-    connection: SelectedConnection, analytics: KeyAnalyticsDep
+    connection: LiveConnection, analytics: KeyAnalyticsDep
 ) -> KeyAnalyticsSummaryRead:
     """The newest run: when, from which server (a replica when one was reachable), how
     many keys it sampled of how many, its totals, size distribution per type, largest

@@ -50,7 +50,7 @@ from typing import Any
 
 from svc_monitor.config import Settings
 from svc_monitor.connections.models import Connection
-from svc_monitor.connections.service import ConnectionService, NeedsLiveConnection
+from svc_monitor.connections.service import ConnectionService
 from svc_monitor.engine.client import EngineClient
 from svc_monitor.engine.cluster import ClusterNode
 from svc_monitor.engine.errors import EngineError
@@ -376,8 +376,6 @@ class KeyAnalyticsService:
 
     async def latest_snapshot(self, connection: Connection) -> Snapshot | None:
         """The connection's newest stored run with its patterns; None before the first."""
-        if connection.pushed:
-            raise NeedsLiveConnection(connection)
         return await self.store.latest(connection.id)
 
     async def patterns(
@@ -391,8 +389,6 @@ class KeyAnalyticsService:
     ) -> list[tuple[int, PatternStats]]:
         """(run time, pattern) pairs: the newest run's without a window, else the window's,
         newest run first and most memory first within a run."""
-        if connection.pushed:
-            raise NeedsLiveConnection(connection)
         captured_at = None
         if since is None and until is None:
             row = await self.store.latest_run(connection.id)

@@ -1,8 +1,9 @@
 """Live-read metrics routes (under /api): latency, memory, role, config, keyspace (the
 cluster ones are in cluster/api.py).
 
-Every route reads the engine of the selected connection (`X-Connection-Id`) at request time.
-Engine refusals answer 501 with the engine's words, an unreachable engine 503.
+Every route reads the engine of the selected connection (`X-Connection-Id`) at request time,
+so each takes it as LiveConnection (a push connection: 409 before anything else). Engine
+refusals answer 501 with the engine's words, an unreachable engine 503.
 """
 
 from typing import Annotated
@@ -10,7 +11,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query
 
 from svc_monitor.api.error_responses import error_responses
-from svc_monitor.connections.dependencies import SelectedConnection
+from svc_monitor.connections.dependencies import LiveConnection
 from svc_monitor.live.dependencies import LiveMetricsDep
 from svc_monitor.live.schemas import (
     CommandHistogramRead,
@@ -33,7 +34,7 @@ _LIVE = error_responses(404, 501, 503)
 
 @router.get("/metrics/latency/latest", response_model=list[LatencyEventRead], responses=_LIVE)
 async def get_latency_latest(
-    connection: SelectedConnection, live: LiveMetricsDep
+    connection: LiveConnection, live: LiveMetricsDep
 ) -> list[LatencyEventRead]:
     """LATENCY LATEST: the latest and worst spike of every monitored event
     (needs `latency-monitor-threshold` above 0 on the server)."""
@@ -46,7 +47,7 @@ async def get_latency_latest(
     responses=_LIVE,
 )
 async def get_latency_history(
-    connection: SelectedConnection,
+    connection: LiveConnection,
     live: LiveMetricsDep,
     event_name: Annotated[str, Path(alias="eventName", min_length=1, max_length=64)],
 ) -> list[LatencyHistoryPoint]:
@@ -60,7 +61,7 @@ async def get_latency_history(
     responses=_LIVE,
 )
 async def get_latency_histogram(
-    connection: SelectedConnection,
+    connection: LiveConnection,
     live: LiveMetricsDep,
     commands: Annotated[
         str | None,
@@ -74,14 +75,14 @@ async def get_latency_histogram(
 
 
 @router.get("/metrics/latency/doctor", response_model=Report, responses=_LIVE)
-async def get_latency_doctor(connection: SelectedConnection, live: LiveMetricsDep) -> Report:
+async def get_latency_doctor(connection: LiveConnection, live: LiveMetricsDep) -> Report:
     """LATENCY DOCTOR: the engine's own analysis of its latency spikes."""
     return Report(report=await live.latency_doctor(connection))
 
 
 @router.delete("/metrics/latency", response_model=LatencyReset, responses=_LIVE)
 async def reset_latency(
-    connection: SelectedConnection,
+    connection: LiveConnection,
     live: LiveMetricsDep,
     event_name: Annotated[
         str | None,
@@ -94,20 +95,20 @@ async def reset_latency(
 
 
 @router.get("/metrics/memory/stats", response_model=MemoryStatsRead, responses=_LIVE)
-async def get_memory_stats(connection: SelectedConnection, live: LiveMetricsDep) -> MemoryStatsRead:
+async def get_memory_stats(connection: LiveConnection, live: LiveMetricsDep) -> MemoryStatsRead:
     """MEMORY STATS as an object (`peak.allocated`, `dataset.bytes`, `db.0` ...)."""
     return await live.memory_stats(connection)
 
 
 @router.get("/metrics/memory/doctor", response_model=Report, responses=_LIVE)
-async def get_memory_doctor(connection: SelectedConnection, live: LiveMetricsDep) -> Report:
+async def get_memory_doctor(connection: LiveConnection, live: LiveMetricsDep) -> Report:
     """MEMORY DOCTOR report; 501 where the engine lacks it (Redis before 4.0, or the
     command renamed or denied)."""
     return Report(report=await live.memory_doctor(connection))
 
 
 @router.get("/metrics/role", response_model=RoleRead, responses=_LIVE)
-async def get_role(connection: SelectedConnection, live: LiveMetricsDep) -> RoleRead:
+async def get_role(connection: LiveConnection, live: LiveMetricsDep) -> RoleRead:
     """ROLE: master (offset, replicas), slave (master, link state, offset) or sentinel."""
     return await live.role(connection)
 
@@ -116,7 +117,7 @@ async def get_role(connection: SelectedConnection, live: LiveMetricsDep) -> Role
 # users exist (spec: configuration can hold credentials). Add the role dependency here.
 @router.get("/metrics/config", response_model=ConfigValues, responses=_LIVE)
 async def get_config(
-    connection: SelectedConnection,
+    connection: LiveConnection,
     live: LiveMetricsDep,
     pattern: Annotated[
         str, Query(min_length=1, max_length=200, description="CONFIG GET glob pattern")
@@ -133,7 +134,7 @@ async def get_config(
     responses=error_responses(404, 501, 503),
 )
 async def get_config_parameter(
-    connection: SelectedConnection,
+    connection: LiveConnection,
     live: LiveMetricsDep,
     parameter: Annotated[str, Path(min_length=1, max_length=200)],
 ) -> ConfigParameterRead:
@@ -143,12 +144,12 @@ async def get_config_parameter(
 
 
 @router.get("/metrics/dbsize", response_model=DbSizeRead, responses=_LIVE)
-async def get_dbsize(connection: SelectedConnection, live: LiveMetricsDep) -> DbSizeRead:
+async def get_dbsize(connection: LiveConnection, live: LiveMetricsDep) -> DbSizeRead:
     """DBSIZE: keys in the connection's database."""
     return DbSizeRead(size=await live.dbsize(connection))
 
 
 @router.get("/metrics/lastsave", response_model=LastSaveRead, responses=_LIVE)
-async def get_lastsave(connection: SelectedConnection, live: LiveMetricsDep) -> LastSaveRead:
+async def get_lastsave(connection: LiveConnection, live: LiveMetricsDep) -> LastSaveRead:
     """LASTSAVE: time of the last successful RDB save, in epoch ms."""
     return LastSaveRead(timestamp=await live.lastsave_ms(connection))

@@ -6,7 +6,7 @@ from fastapi import APIRouter, Query
 
 from svc_monitor.api.error_responses import error_responses
 from svc_monitor.api.params import MAX_BYTES, From, Limit, Offset, To
-from svc_monitor.connections.dependencies import SelectedConnection
+from svc_monitor.connections.dependencies import LiveConnection
 from svc_monitor.slowlog.dependencies import SlowlogDep
 from svc_monitor.slowlog.models import EntryFilter
 from svc_monitor.slowlog.schemas import (
@@ -50,7 +50,7 @@ _COMMANDLOG_ERRORS = error_responses(404, 409, 422, 501, 503)
 
 @router.get("/metrics/slowlog", response_model=list[LogEntryRead], responses=_LIVE_ERRORS)
 async def get_slowlog(
-    connection: SelectedConnection, slowlog: SlowlogDep, count: Count = 10
+    connection: LiveConnection, slowlog: SlowlogDep, count: Count = 10
 ) -> list[LogEntryRead]:
     """The newest `count` slow-log entries, read live from the server, newest first (501
     where the server has no usable SLOWLOG: renamed, disabled, or denied to this user)."""
@@ -58,13 +58,13 @@ async def get_slowlog(
 
 
 @router.get("/metrics/slowlog/length", response_model=LogLength, responses=_LIVE_ERRORS)
-async def get_slowlog_length(connection: SelectedConnection, slowlog: SlowlogDep) -> LogLength:
+async def get_slowlog_length(connection: LiveConnection, slowlog: SlowlogDep) -> LogLength:
     """How many entries the server's slow log holds now."""
     return LogLength(length=await slowlog.slowlog_length(connection))
 
 
 @router.delete("/metrics/slowlog", response_model=LogReset, responses=_LIVE_ERRORS)
-async def reset_slowlog(connection: SelectedConnection, slowlog: SlowlogDep) -> LogReset:
+async def reset_slowlog(connection: LiveConnection, slowlog: SlowlogDep) -> LogReset:
     """Empty the server's slow log (SLOWLOG RESET). Stored history is kept."""
     await slowlog.reset_slowlog(connection)
     return LogReset(success=True)
@@ -72,7 +72,7 @@ async def reset_slowlog(connection: SelectedConnection, slowlog: SlowlogDep) -> 
 
 @router.get("/metrics/slowlog/patterns", response_model=PatternAnalysis, responses=_HISTORY_ERRORS)
 async def get_slowlog_patterns(
-    connection: SelectedConnection, slowlog: SlowlogDep, count: Count = 128
+    connection: LiveConnection, slowlog: SlowlogDep, count: Count = 128
 ) -> PatternAnalysis:
     """Patterns (a command and its keys with variable parts as `*`, e.g. `GET user:*`) over
     the newest `count` stored slow-log entries, busiest first."""
@@ -83,7 +83,7 @@ async def get_slowlog_patterns(
     "/metrics/commandlog", response_model=list[CommandLogEntryRead], responses=_COMMANDLOG_ERRORS
 )
 async def get_commandlog(
-    connection: SelectedConnection,
+    connection: LiveConnection,
     slowlog: SlowlogDep,
     count: Count = 128,
     type: LogType = "slow",
@@ -95,7 +95,7 @@ async def get_commandlog(
 
 @router.get("/metrics/commandlog/length", response_model=LogLength, responses=_COMMANDLOG_ERRORS)
 async def get_commandlog_length(
-    connection: SelectedConnection, slowlog: SlowlogDep, type: LogType = "slow"
+    connection: LiveConnection, slowlog: SlowlogDep, type: LogType = "slow"
 ) -> LogLength:
     """How many entries one command log holds now (Valkey 8.1+; 501 elsewhere)."""
     return LogLength(length=await slowlog.commandlog_length(connection, log_type=type))
@@ -103,7 +103,7 @@ async def get_commandlog_length(
 
 @router.delete("/metrics/commandlog", response_model=LogReset, responses=_COMMANDLOG_ERRORS)
 async def reset_commandlog(
-    connection: SelectedConnection, slowlog: SlowlogDep, type: LogType = "slow"
+    connection: LiveConnection, slowlog: SlowlogDep, type: LogType = "slow"
 ) -> LogReset:
     """Empty one command log on the server (COMMANDLOG RESET). Stored history is kept."""
     await slowlog.reset_commandlog(connection, log_type=type)
@@ -116,7 +116,7 @@ async def reset_commandlog(
     responses=error_responses(404, 409, 422, 501),
 )
 async def get_commandlog_patterns(
-    connection: SelectedConnection,
+    connection: LiveConnection,
     slowlog: SlowlogDep,
     count: Count = 128,
     type: LogType = "slow",
@@ -132,7 +132,7 @@ async def get_commandlog_patterns(
     responses=_HISTORY_ERRORS,
 )
 async def list_slowlog_entries(
-    connection: SelectedConnection,
+    connection: LiveConnection,
     slowlog: SlowlogDep,
     since: From = None,
     until: To = None,
@@ -152,7 +152,7 @@ async def list_slowlog_entries(
     responses=error_responses(404, 409, 422, 501),
 )
 async def list_commandlog_entries(
-    connection: SelectedConnection,
+    connection: LiveConnection,
     slowlog: SlowlogDep,
     type: LogType = "slow",
     since: From = None,

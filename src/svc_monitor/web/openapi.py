@@ -1,5 +1,6 @@
 """The OpenAPI document shaped for client generators: short operation ids, described
-tags, and the security each operation needs (auth/dependencies/openapi.py).
+tags, the security each operation needs (auth/dependencies/openapi.py), and which
+operations need a live connection (`x-live-only`, connections/dependencies.py).
 
 Generators name a client's functions after `operationId`; FastAPI's own
 (`create_connection_api_connections_post`) repeat the path and method. Ours are the tag
@@ -15,6 +16,7 @@ from fastapi import FastAPI
 from fastapi.routing import APIRoute
 
 from svc_monitor.auth.dependencies.openapi import describe_security
+from svc_monitor.connections.dependencies import mark_live_only
 
 # Swagger UI lists the tags in this order; each is one domain of the API.
 TAG_DESCRIPTIONS: dict[str, str] = {
@@ -97,6 +99,7 @@ def install_openapi(app: FastAPI) -> None:
         if app.openapi_schema is None:
             document = build()
             describe_security(document, app.state.services.auth)
+            mark_live_only(document, app.routes)
             restore_example_nulls(document)
             app.openapi_schema = document
         return app.openapi_schema

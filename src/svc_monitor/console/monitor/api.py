@@ -26,7 +26,7 @@ from svc_monitor.api.params import MAX_COUNT
 from svc_monitor.auth.dependencies.access import principal_of
 from svc_monitor.auth.dependencies.origin import same_origin
 from svc_monitor.auth.service import AuthService
-from svc_monitor.connections.dependencies import SelectedConnection
+from svc_monitor.connections.dependencies import LiveConnection, SelectedConnection
 from svc_monitor.console.monitor.dependencies import CaptureConnection, MonitorDep
 from svc_monitor.console.monitor.export import csv_chunks, filename, json_chunks
 from svc_monitor.console.monitor.models import Caps, CaptureSession
@@ -78,7 +78,7 @@ def _caps(monitor: MonitorService, body: CaptureRequest | None) -> Caps:
     responses=error_responses(404, 409, 422),
 )
 async def preflight_capture(
-    connection: SelectedConnection, monitor: MonitorDep, body: Settings = None
+    connection: LiveConnection, monitor: MonitorDep, body: Settings = None
 ) -> PreflightRead:
     """What starting a capture on this connection would do, without starting one: whether
     the engine lets this connection's user run MONITOR (tried on a separate connection
@@ -96,7 +96,7 @@ async def preflight_capture(
     responses=error_responses(404, 409, 422, 501, 503),
 )
 async def start_capture(
-    request: Request, connection: SelectedConnection, monitor: MonitorDep, body: Settings = None
+    request: Request, connection: LiveConnection, monitor: MonitorDep, body: Settings = None
 ) -> dict[str, Any]:
     """Start a MONITOR capture on this connection, on a connection of its own.
 

@@ -45,6 +45,15 @@ async def cluster_node_stats(api: ApiCaller, params: Limited) -> str:
     return listing("Per-node stats", stats, _node_stats, limit=params.limit)
 
 
+_SLOT_METRICS = (
+    ("key_count", "keys"),
+    ("expires_count", "with TTL"),
+    ("total_reads", "reads"),
+    ("total_writes", "writes"),
+    ("cpu_usec", "us CPU"),
+)
+
+
 async def cluster_slot_stats(api: ApiCaller, params: SlotParams) -> str:
     found = await api.get(
         "/api/metrics/cluster/slot-stats",
@@ -55,11 +64,11 @@ async def cluster_slot_stats(api: ApiCaller, params: SlotParams) -> str:
 
     def line(row: tuple[str, dict[str, Any]]) -> str:
         slot, stats = row
-        return (
-            f"slot {slot}: {stats.get('key_count')} keys ({stats.get('expires_count')} with TTL),"
-            f" {stats.get('total_reads')} reads, {stats.get('total_writes')} writes,"
-            f" {stats.get('cpu_usec')} us CPU"
-        )
+        # A metric the server does not report is null: left out rather than shown as 0.
+        said = [
+            f"{stats[name]} {unit}" for name, unit in _SLOT_METRICS if stats.get(name) is not None
+        ]
+        return f"slot {slot}: {', '.join(said) or 'no metric reported'}"
 
     return listing(f"Slots by {params.order_by}", rows, line, limit=params.limit)
 

@@ -158,7 +158,8 @@ def heatmap(stats: SlotStatsRead, metric: Metric) -> Heatmap:
     for slot, record in stats.root.items():
         number = int(slot)
         if 0 <= number < SLOT_COUNT:
-            per_slot[number] = int(getattr(record, metric.key))
+            # A metric the server does not track (null) adds nothing; the page says why.
+            per_slot[number] = int(getattr(record, metric.key) or 0)
     width = SLOT_COUNT // HEAT_CELLS
     sums = [sum(per_slot[i : i + width]) for i in range(0, SLOT_COUNT, width)]
     peak = max(sums)
