@@ -137,7 +137,7 @@ class TestDetect:
         async with detect_on(valkey_server) as identity:
             pass
         assert identity.type == "valkey"
-        assert identity.version.startswith("9.1.")
+        assert (identity.version or "").startswith("9.1.")
         assert identity.capabilities.to_api() == ALL_CAPABILITIES
         assert identity.cluster_enabled is False
         assert identity.role == "master"
@@ -158,7 +158,7 @@ class TestDetect:
         async with detect_on(server) as identity:
             pass
         assert identity.type == "redis"
-        assert identity.version.startswith(version_prefix)
+        assert (identity.version or "").startswith(version_prefix)
         assert identity.capabilities.to_api() == REDIS_CAPABILITIES
 
     async def test_commandlog_renamed_away_is_reported_missing(
@@ -168,7 +168,7 @@ class TestDetect:
             pass
         # Same engine and version as a full Valkey 9.1: only the probe can tell.
         assert identity.type == "valkey"
-        assert identity.version.startswith("9.1.")
+        assert (identity.version or "").startswith("9.1.")
         assert identity.capabilities.to_api() == {**ALL_CAPABILITIES, "hasCommandLog": False}
 
     async def test_user_without_latency_rights_lacks_only_latency_monitor(
@@ -281,7 +281,7 @@ class TestMissingCommands:
         server: RunningServer = request.getfixturevalue(fixture)
         async with detect_on(server) as identity:
             pass
-        assert identity.version.startswith(version_prefix)
+        assert (identity.version or "").startswith(version_prefix)
         api = identity.capabilities.to_api()
         assert (api["hasConfig"], api["hasSlowLog"], api["hasMonitor"]) == (True, True, True)
 

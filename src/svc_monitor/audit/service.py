@@ -17,7 +17,6 @@ from svc_monitor.engine.acl import AclLogEntry, parse_acl_log
 from svc_monitor.engine.capabilities import EngineIdentity, is_refusal
 from svc_monitor.engine.client import EngineClient
 from svc_monitor.engine.errors import EngineError
-from svc_monitor.engine.info import parse_version
 from svc_monitor.errors import NotSupported, Unavailable
 from svc_monitor.events import EventBus
 from svc_monitor.kit.records import from_attributes
@@ -130,7 +129,7 @@ def _counts(rows: Any) -> dict[str, ReasonCount]:
 def _require_acl_log(identity: EngineIdentity | None) -> None:
     if identity is None or identity.capabilities.has_acl_log:
         return
-    if parse_version(identity.version) >= (6, 0, 0):
+    if identity.release() >= (6, 0, 0):
         # Refused by a server that has ACL (renamed, disabled by the provider, denied to
         # the user): why, with its words, rather than a version requirement it meets.
         require_feature(identity, "acl_log")

@@ -123,7 +123,7 @@ class PushStatus:
             return EngineSnapshot(False, None, PushStale(why), self.since_ms)
         identity = EngineIdentity(
             type=self.engine,
-            version=self.version or "0.0.0",
+            version=self.version,  # None until pushed: unknown, not 0.0.0
             capabilities=Capabilities(),  # nothing live: no command reaches a pushed instance
             cluster_enabled=False,
             role=self.role,

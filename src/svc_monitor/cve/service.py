@@ -282,8 +282,8 @@ class CveService:
             valkey = held is not None and held.engine == "valkey"
             missing = held.version_attribute if held is not None and valkey else PUSH_MISSING
             message = (
-                f"No engine version has been pushed yet: set the resource attribute {missing} "
-                "with a resource processor in the Collector (action upsert)."
+                "Engine version unknown: none has been pushed yet. Set the resource attribute "
+                f"{missing} with a resource processor in the Collector (action upsert)."
             )
         else:
             message = "Not scanned yet: waiting for the first INFO read of this connection."

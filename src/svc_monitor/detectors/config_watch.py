@@ -32,14 +32,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from svc_monitor.engine.buffer_limits import replica_hard_limit
 from svc_monitor.engine.capabilities import EngineIdentity, is_refusal
 from svc_monitor.engine.client import CLIENT_NAME, EngineClient
 from svc_monitor.engine.clients import ClientInfo, parse_client_list
 from svc_monitor.engine.errors import EngineError, EngineResponseError
-from svc_monitor.engine.info import ParsedInfo, parse_version
+from svc_monitor.engine.info import ParsedInfo
 from svc_monitor.engine.reply_values import pairs, text
 from svc_monitor.event_types.access import AclModified, ConfigChanged
-from svc_monitor.events import EventBus
+from svc_monitor.events import EventBus, now_ms
+from svc_monitor.pipe.facts import ReplicaBufferLimitFacts
 from svc_monitor.pipe.live_state import LiveState
 from svc_monitor.pipe.pressure import pressure_reason
 
@@ -140,6 +142,15 @@ class ConfigWatch:
                     modified_by=await by.of(_CONFIG_WRITERS),
                 )
             )
+        self._share_replica_limit(target.connection_id, watch)
+
+    def _share_replica_limit(self, connection_id: str, watch: _Watch) -> None:
+        # For svc_repl_output_buffer_ratio: the scrape reads live state only, never this
+        # watch, so each pass hands it the limit its last CONFIG GET read.
+        value = watch.config.get("client-output-buffer-limit") if watch.config else None
+        limit = replica_hard_limit(value) if value is not None else None
+        if limit is not None:
+            self._live_state.put(connection_id, ReplicaBufferLimitFacts(now_ms(), limit))
 
     def parameter(self, connection_id: str, name: str) -> str | None:
         """A configuration parameter's value as the last CONFIG GET read it; None when not
@@ -374,7 +385,7 @@ def modifiers(clients: Iterable[ClientInfo], writers: frozenset[str]) -> str:
 def _counts_whole_command(identity: EngineIdentity) -> bool:
     # Per-subcommand commandstats (`cmdstat_config|set`) arrived in Redis 7.0; every Valkey has
     # them (it forked from 7.2).
-    return identity.type == "redis" and parse_version(identity.version) < (7, 0, 0)
+    return identity.type == "redis" and identity.release() < (7, 0, 0)
 
 
 def _stopped(connection_id: str, command: str, why: str) -> None:

@@ -114,10 +114,16 @@ class EngineIdentity:
     """What detection found out about one instance."""
 
     type: EngineType
-    version: str
+    # None: not known. Detection always finds one (a server without a version string gates
+    # as 0.0.0); a push connection has none until the Collector sends a version attribute.
+    version: str | None
     capabilities: Capabilities
     cluster_enabled: bool
     role: str | None
+
+    def release(self) -> tuple[int, int, int]:
+        """(major, minor, patch) for feature gates; an unknown version opens none of them."""
+        return parse_version(self.version or "0.0.0")
 
 
 async def detect(client: EngineClient, *, forced_type: EngineType | None = None) -> EngineIdentity:

@@ -95,6 +95,16 @@ class LatencyFacts:
     events: tuple[LatencyEvent, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class ReplicaBufferLimitFacts:
+    """The replica class's hard output buffer limit (`client-output-buffer-limit`), as the
+    config watch's CONFIG GET last read it: the primary drops a replica whose buffer
+    reaches it. 0: no limit."""
+
+    at_ms: int
+    hard_limit_bytes: int
+
+
 Facts = (
     SlowlogFacts
     | CommandlogFacts
@@ -103,4 +113,5 @@ Facts = (
     | ClusterFacts
     | CommandstatsFacts
     | LatencyFacts
+    | ReplicaBufferLimitFacts
 )

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from svc_monitor.engine.capabilities import EngineIdentity
-from svc_monitor.engine.info import ParsedInfo, parse_version
+from svc_monitor.engine.info import ParsedInfo
 from svc_monitor.polling.models import PollTarget
 
 logger = logging.getLogger(__name__)
@@ -112,4 +112,4 @@ class InfoRides:
 
 def takes_several_sections(identity: EngineIdentity) -> bool:
     # `INFO default commandstats` came with Redis 7.0; every Valkey has it (forked from 7.2).
-    return identity.type == "valkey" or parse_version(identity.version) >= (7, 0, 0)
+    return identity.type == "valkey" or identity.release() >= (7, 0, 0)

@@ -6,7 +6,6 @@ from typing import Any
 from svc_monitor.config import Settings
 from svc_monitor.engine.capabilities import EngineIdentity
 from svc_monitor.engine.errors import EngineError
-from svc_monitor.engine.info import parse_version
 from svc_monitor.engine.latency import parse_latency_histogram, parse_latency_latest
 from svc_monitor.events import now_ms
 from svc_monitor.latency_analytics.service import LatencyService
@@ -63,7 +62,7 @@ class LatencyPoller:
 
 def _has_histogram(identity: EngineIdentity) -> bool:
     # LATENCY HISTOGRAM came with Redis 7.0; every Valkey has it.
-    return identity.type == "valkey" or parse_version(identity.version)[:2] >= (7, 0)
+    return identity.type == "valkey" or identity.release()[:2] >= (7, 0)
 
 
 def _interval(_: RuntimeSettingsValues, settings: Settings) -> int:

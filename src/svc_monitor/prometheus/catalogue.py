@@ -250,6 +250,12 @@ MASTER_LAST_IO = _gauge(
     "svc_master_last_io_seconds_ago",
     "Replicas only: seconds since the last interaction with the primary.",
 )
+REPL_OUTPUT_BUFFER_RATIO = _gauge(
+    "svc_repl_output_buffer_ratio",
+    "Primaries with replicas only: memory held in replica output buffers (INFO "
+    "mem_clients_slaves) over the replica class's hard client-output-buffer-limit "
+    "(CONFIG GET); at 1 the primary drops the replica. Absent without CONFIG or a limit.",
+)
 RDB_LAST_BGSAVE_OK = _gauge("svc_rdb_last_bgsave_ok", "1 when the last RDB save succeeded.")
 AOF_LAST_REWRITE_OK = _gauge("svc_aof_last_bgrewrite_ok", "1 when the last AOF rewrite succeeded.")
 KEYSPACE_KEYS = _gauge("svc_keyspace_keys", "Keys in all databases.")
@@ -571,6 +577,7 @@ FAMILIES: tuple[Family, ...] = (
     REPLICATION_OFFSET,
     MASTER_LINK_UP,
     MASTER_LAST_IO,
+    REPL_OUTPUT_BUFFER_RATIO,
     RDB_LAST_BGSAVE_OK,
     AOF_LAST_REWRITE_OK,
     KEYSPACE_KEYS,

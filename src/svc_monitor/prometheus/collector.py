@@ -27,6 +27,7 @@ from svc_monitor.pipe.facts import (
     CommandlogFacts,
     CommandstatsFacts,
     PatternCount,
+    ReplicaBufferLimitFacts,
     SlowlogFacts,
 )
 from svc_monitor.pipe.live_state import LiveState
@@ -159,16 +160,7 @@ class LiveStateCollector:
         yield from self._keyspace(nodes)
         instance = InfoMetricFamily(c.INSTANCE.name, c.INSTANCE.help, labels=["connection"])
         for node in nodes:
-            info = node.info
-            valkey = info.get_str("server", "valkey_version")
-            instance.add_metric(
-                [node.address],
-                {
-                    "type": "valkey" if valkey else "redis",
-                    "version": valkey or info.get_str("server", "redis_version") or "",
-                    "role": info.get_str("replication", "role") or "",
-                },
-            )
+            instance.add_metric([node.address], _instance_labels(node.info))
         yield instance
 
     def _replication(self, nodes: list[_Node]) -> Iterator[Rows | Metric]:
@@ -177,6 +169,7 @@ class LiveStateCollector:
             _new(c.MASTER_LINK_UP),
             _new(c.MASTER_LAST_IO),
         )
+        buffer_ratio = _new(c.REPL_OUTPUT_BUFFER_RATIO)
         for node in nodes:
             info = node.info
             replica = info.get_str("replication", "role") == "slave"
@@ -184,13 +177,31 @@ class LiveStateCollector:
             if (value := info.get_float("replication", field)) is not None:
                 offset.add_metric([node.address], value)
             if not replica:
+                if (ratio := self._buffer_ratio(node)) is not None:
+                    buffer_ratio.add_metric([node.address], ratio)
                 continue
             if (status := info.get_str("replication", "master_link_status")) is not None:
                 link_up.add_metric([node.address], 1.0 if status == "up" else 0.0)
             io = info.get_float("replication", "master_last_io_seconds_ago")
             if io is not None and io >= 0:  # -1 while the link is down: no reading
                 last_io.add_metric([node.address], io)
-        yield from (offset, link_up, last_io)
+        yield from (offset, link_up, last_io, buffer_ratio)
+
+    def _buffer_ratio(self, node: _Node) -> float | None:
+        """mem_clients_slaves over the replica hard limit, on a primary with a replica.
+
+        Since Redis 7.0 (and so on Valkey) replicas share one replication buffer, and a
+        replica's own buffer is its part of it: the most-lagging replica holds nearly all
+        of mem_clients_slaves, so dividing the whole by one replica's limit tracks the
+        replica closest to being dropped (before 7.0 it is an upper bound of it). Only the
+        connection's own node: the config watch reads CONFIG on the seed alone."""
+        if not node.seed or not node.info.get_float("replication", "connected_slaves"):
+            return None
+        used = node.info.get_float("memory", "mem_clients_slaves")
+        limit = self._live_state.facts(node.connection_id, ReplicaBufferLimitFacts)
+        if used is None or limit is None or limit.hard_limit_bytes <= 0:
+            return None  # no CONFIG (denied, renamed) or no limit: nothing to compare with
+        return used / limit.hard_limit_bytes
 
     def _persistence(self, nodes: list[_Node]) -> Iterator[Rows | Metric]:
         for spec, field in (
@@ -211,21 +222,26 @@ class LiveStateCollector:
             keyspace = node.info.sections.get("keyspace")
             if keyspace is None:
                 continue
-            all_keys = all_expiring = 0.0
+            # An empty keyspace section is INFO saying "no keys": 0. A database line without
+            # `expires` (a push of db.keys alone) says nothing about expiring keys: no series.
+            all_keys: float | None = None if keyspace else 0.0
+            all_expiring: float | None = None if keyspace else 0.0
             for db, fields in keyspace.items():
                 if not isinstance(fields, dict):
                     continue
                 labels = [node.address, db]
                 if isinstance(n := fields.get("keys"), int | float):
                     keys.add_metric(labels, n)
-                    all_keys += n
+                    all_keys = (all_keys or 0.0) + n
                 if isinstance(n := fields.get("expires"), int | float):
                     expires.add_metric(labels, n)
-                    all_expiring += n
+                    all_expiring = (all_expiring or 0.0) + n
                 if isinstance(n := fields.get("avg_ttl"), int | float):
                     ttl.add_metric(labels, n / 1000)
-            total.add_metric([node.address], all_keys)
-            expiring.add_metric([node.address], all_expiring)
+            if all_keys is not None:
+                total.add_metric([node.address], all_keys)
+            if all_expiring is not None:
+                expiring.add_metric([node.address], all_expiring)
         yield from (total, expiring, keys, expires, ttl)
 
     # --- other polls' facts (on the connection's own host:port) ---
@@ -374,6 +390,26 @@ class LiveStateCollector:
                 buckets.append((_bound(bound), cumulative))
             durations.add_metric([kind], buckets, histogram.total_s)
         yield durations
+
+
+def _instance_labels(info: ParsedInfo) -> dict[str, str]:
+    """The info series' labels: `type` always (a node that does not name itself Valkey
+    is taken for Redis, as detection does), `version` and `role` only when the server
+    reported them. A push without a version or role leaves the label out rather than set it to ""
+    (which PromQL could not tell from a real value in a join or a `group by`)."""
+    valkey = info.get_str("server", "valkey_version")
+    if valkey or info.get_str("server", "server_name") == "valkey":
+        # Never Valkey's redis_version: that is the 7.2.4 it claims compatibility with.
+        labels = {"type": "valkey"}
+        version = valkey
+    else:
+        labels = {"type": "redis"}
+        version = info.get_str("server", "redis_version")
+    if version:
+        labels["version"] = version
+    if role := info.get_str("replication", "role"):
+        labels["role"] = role
+    return labels
 
 
 def _new(family: Family) -> "Rows":

@@ -320,8 +320,12 @@ class MetricsReceiver:
         server: dict[str, FieldValue] = {}
         if "redis_version" in pushed.versions:
             server["redis_version"] = pushed.versions["redis_version"]
-        if engine == "valkey" and version is not None:
-            server["valkey_version"] = version
+        if engine == "valkey":
+            # Valkey's own INFO names itself so (8.0+): a Valkey that pushed only its 7.2.4
+            # compatibility redis.version is still shown as Valkey, of unknown version.
+            server["server_name"] = "valkey"
+            if version is not None:
+                server["valkey_version"] = version
         sections = pushed.fields.fresh_sections(now_ms, server)
         info = ParsedInfo(sections, 0)
         role = info.get_str("replication", "role")

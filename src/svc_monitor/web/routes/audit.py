@@ -16,7 +16,6 @@ from fastapi.responses import HTMLResponse
 from svc_monitor.audit.schemas import AuditEntry, AuditStats
 from svc_monitor.connections.models import Connection
 from svc_monitor.engine.capabilities import EngineIdentity, unavailable_reason
-from svc_monitor.engine.info import parse_version
 from svc_monitor.events import now_ms
 from svc_monitor.web.dependencies import Ui, UiDep
 from svc_monitor.web.links import custom_window, filter_query
@@ -109,7 +108,7 @@ def parse_filters(
 def acl_log_requirement(identity: EngineIdentity | None) -> Section[None] | None:
     if identity is None or identity.capabilities.has_acl_log:
         return None  # unknown yet: the stored history is still worth showing
-    if identity.capabilities.refusal("acl_log") is not None and parse_version(identity.version) >= (
+    if identity.capabilities.refusal("acl_log") is not None and identity.release() >= (
         6,
         0,
         0,

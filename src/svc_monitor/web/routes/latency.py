@@ -12,7 +12,6 @@ from fastapi.responses import HTMLResponse
 
 from svc_monitor.connections.models import Connection
 from svc_monitor.engine.capabilities import unavailable_reason
-from svc_monitor.engine.info import parse_version
 from svc_monitor.events import now_ms
 from svc_monitor.latency_analytics.schemas import (
     HistogramEntry,
@@ -119,11 +118,7 @@ def command_latency(
 
 def _histogram_unsupported(ui: Ui) -> bool:
     identity = ui.shell.identity
-    return (
-        identity is not None
-        and identity.type == "redis"
-        and parse_version(identity.version) < (7, 0, 0)
-    )
+    return identity is not None and identity.type == "redis" and identity.release() < (7, 0, 0)
 
 
 async def _histogram(ui: Ui, connection: Connection, since: int) -> Section[list[CommandLatency]]:

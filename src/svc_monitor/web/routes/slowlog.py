@@ -26,7 +26,6 @@ from fastapi.responses import HTMLResponse
 
 from svc_monitor.connections.models import Connection
 from svc_monitor.engine.capabilities import EngineIdentity, unavailable_reason
-from svc_monitor.engine.info import parse_version
 from svc_monitor.engine.slowlog import LogType
 from svc_monitor.events import now_ms
 from svc_monitor.slowlog.models import EntryFilter
@@ -153,7 +152,7 @@ def command_log_requirement(identity: EngineIdentity) -> Section[None] | None:
     capabilities = identity.capabilities
     if capabilities.has_command_log:
         return None
-    if identity.type == "valkey" and parse_version(identity.version) >= (8, 1, 0):
+    if identity.type == "valkey" and identity.release() >= (8, 1, 0):
         # New enough, so refused: renamed, disabled by the provider, or denied (its words).
         return Section.unsupported(unavailable_reason(capabilities, "command_log"))
     detail = f"This instance is {identity.type.capitalize()} {identity.version}."
