@@ -84,6 +84,24 @@ class TestHandshake:
             await cli.socket.wait_closed()
             assert cli.socket.close_code == 4404
 
+    async def test_a_push_connection_gets_the_live_connection_answer(self, team: Any):
+        """It is sent no commands: the socket says so, as the API's live-only routes do."""
+        served, member, _ = team
+        made = await served.owner.client.post(
+            "/api/connections",
+            json={"source": "push", "name": "pushed-cli", "host": "10.9.8.7", "port": 6390},
+        )
+        assert made.status_code == 201, made.text
+        try:
+            async with served.cli(member, connection_id=made.json()["id"]) as cli:
+                frame = await cli.answer()
+                assert frame["type"] == "error"
+                assert frame["error"].startswith("This view needs a live connection: 'pushed-cli'")
+                await cli.socket.wait_closed()
+                assert cli.socket.close_code == 4409
+        finally:
+            await served.owner.client.delete(f"/api/connections/{made.json()['id']}")
+
     async def test_the_connection_is_chosen_by_its_id(self, team: Any):
         served, member, _ = team
         listed = await member.client.get("/api/connections")

@@ -55,7 +55,8 @@ async def cli_socket(
 
     The server closes the socket with 1008 when the session ends (signed out, removed)
     or the user already has 10 CLI sockets open, 4404 for an unknown `connectionId`,
-    4409 when the connection's stored password cannot be decrypted, and 1009 for a frame
+    4409 when the connection's stored password cannot be decrypted or it is an OTLP push
+    connection (which is sent no commands), and 1009 for a frame
     over 1 MiB. Every command that ran is in the activity log (`cli.command`); refused
     ones are not.
     """

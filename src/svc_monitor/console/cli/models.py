@@ -36,4 +36,5 @@ class SessionClosed(Exception):
 MAX_LINE_CHARS = 64 * 1024
 CLOSE_POLICY = 1008  # the session ended, or too many CLI sockets are open for this user
 CLOSE_UNKNOWN_CONNECTION = 4404  # the connectionId names no connection
-CLOSE_UNUSABLE_CONNECTION = 4409  # its stored password cannot be decrypted
+# its stored password cannot be decrypted, or it is a push connection (no commands sent)
+CLOSE_UNUSABLE_CONNECTION = 4409

@@ -23,7 +23,11 @@ from svc_monitor.auth.models import Principal, Role
 from svc_monitor.auth.service import AuthService
 from svc_monitor.config import Settings
 from svc_monitor.connections.models import Connection
-from svc_monitor.connections.service import ConnectionNotFound, ConnectionService
+from svc_monitor.connections.service import (
+    ConnectionNotFound,
+    ConnectionService,
+    NeedsLiveConnection,
+)
 from svc_monitor.console.cli.models import (
     CLOSE_POLICY,
     CLOSE_UNKNOWN_CONNECTION,
@@ -245,6 +249,11 @@ class CliService:
         except ConnectionNotFound as exc:
             message = f"Connection '{connection_id}' not found" if connection_id else exc.message
             raise SessionClosed(message, code=CLOSE_UNKNOWN_CONNECTION) from None
+        if connection.pushed:
+            # The one live-connection answer the API's live-only routes give (409 there).
+            raise SessionClosed(
+                NeedsLiveConnection(connection).message, code=CLOSE_UNUSABLE_CONNECTION
+            )
         if "password" in connection.unreadable:
             raise SessionClosed(
                 f"The stored password of connection '{connection.name}' cannot be decrypted "
