@@ -56,13 +56,16 @@ class TestLatency:
             conn.execute_command("DEBUG", "SLEEP", "0.02")
         latest = await ok(live.client, "/api/metrics/latency/latest")
         event = next(e for e in latest if e["eventName"] == "command")
-        assert event["latestMs"] >= 20
-        assert event["maxMs"] >= event["latestMs"]
+        # A later command past the 1 ms threshold (a loaded machine) may be the latest
+        # event by now: the 20 ms spike is the event's maximum either way.
+        assert event["maxMs"] >= 20
+        assert event["maxMs"] >= event["latestMs"] >= 1
         assert abs(event["timestamp"] - time.time() * 1000) < 60_000  # ms, not seconds
         history = await ok(live.client, "/api/metrics/latency/history/command")
         assert history
         assert all(p["latencyMs"] >= 1 for p in history)
-        assert history[-1]["timestamp"] == event["timestamp"]
+        assert any(p["latencyMs"] >= 20 for p in history)
+        assert history[-1]["timestamp"] >= event["timestamp"]  # newer events may follow
         report = (await ok(live.client, "/api/metrics/latency/doctor"))["report"]
         assert "command" in report
 
