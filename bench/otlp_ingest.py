@@ -140,6 +140,8 @@ def add_instance(
     for suffix, target in TABLE.items():
         if target.shape in ("db", "cmd") and not wide:
             continue
+        if target.shape in ("mode", "latency"):
+            continue  # the receiver's optional metrics: not in the measured payload
         data_points = _points(scope, suffix)
         if target.shape == "plain":
             attribute_sets: list[tuple[str, str] | None] = [None]
