@@ -416,7 +416,7 @@ class AuthService:
     async def create_token(self, principal: Principal, name: str) -> tuple[ApiToken, str]:
         """A token of the caller's own. One a member makes (by session or by a member's
         token) never acts beyond the member role, even after a promotion; an admin's or the
-        owner's follows their current role, as before members could make tokens."""
+        owner's follows their current role, up or down."""
         name = _clean_name(name)
         secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
         token = ApiToken(
