@@ -69,7 +69,7 @@ class TestMembers:
         assert "role" in to_owner.json()["fields"]
 
     async def test_removed_member_is_refused_at_once(self, workspace: Workspace):
-        mia = await workspace.join("Mia", role="admin")  # admins make tokens; members cannot
+        mia = await workspace.join("Mia", role="admin")
         token = (await mia.client.post("/api/tokens", json={"name": "laptop"})).json()["token"]
         assert (await mia.client.get("/api/connections")).status_code == 200
         removed = await workspace.owner.client.delete(f"/api/workspace/members/{mia.id}")
@@ -162,6 +162,36 @@ class TestTwoReplicas:
                 answers = [
                     (await c.get("/api/connections")).status_code for c in (mia_there, ada_there)
                 ]
+                if answers == [401, 401]:
+                    break
+                await asyncio.sleep(0.1)
+            assert answers == [401, 401]
+
+    async def test_a_removal_or_revocation_ends_tokens_on_the_other_replica_in_seconds(
+        self, valkey_server: RunningServer, shared_postgres: dict[str, Any]
+    ):
+        """A token the other replica has just let in (and so holds for 30 s) is refused
+        there within revocations.SYNC_EVERY_S of its member's removal or its revocation."""
+        shared = {**shared_postgres, "AUTH_SECRET": "s" * 40}
+        async with (
+            open_workspace(workspace_settings(valkey_server, **shared)) as first,
+            open_workspace(workspace_settings(valkey_server, **shared), claim=False) as second,
+        ):
+            mia = await first.join("Mia")
+            ada = await first.join("Ada")
+            mias = (await mia.client.post("/api/tokens", json={"name": "t"})).json()
+            adas = (await ada.client.post("/api/tokens", json={"name": "t"})).json()
+            scripts = [
+                second.browser(Authorization=f"Bearer {made['token']}") for made in (mias, adas)
+            ]
+            assert [(await s.get("/api/connections")).status_code for s in scripts] == [200, 200]
+
+            removed = await first.owner.client.delete(f"/api/workspace/members/{mia.id}")
+            assert removed.status_code == 204
+            assert (await ada.client.delete(f"/api/tokens/{adas['id']}")).status_code == 204
+            deadline = time.monotonic() + 3 * SYNC_EVERY_S
+            while time.monotonic() < deadline:
+                answers = [(await s.get("/api/connections")).status_code for s in scripts]
                 if answers == [401, 401]:
                     break
                 await asyncio.sleep(0.1)

@@ -13,7 +13,7 @@ import pytest
 from fastapi.routing import APIRoute, APIWebSocketRoute
 
 from svc_monitor.app import _install_ui
-from svc_monitor.auth.roles import RULES, Access
+from svc_monitor.auth.roles import MUTATIONS, RULES, Access
 from tests.fixtures.servers import RunningServer, ServerFactory
 from tests.fixtures.workspace import Workspace, open_workspace, workspace_settings
 
@@ -74,6 +74,29 @@ async def test_every_route_has_exactly_the_rules_it_needs(team: tuple[Workspace,
     assert missing == [], f"routes without a line in auth/roles.py RULES: {missing}"
     stale = sorted(RULES.keys() - served)
     assert stale == [], f"RULES lines for routes that do not exist: {stale}"
+
+
+# The spec's rule 1: every POST, PUT, PATCH and DELETE answers 403 for a member, except
+# signing in and out (open to all: PUBLIC) and the read-only POSTs. Beyond those, a member
+# makes and revokes their own personal tokens (no one else's: the service looks a token up
+# under its caller only), so that MCP and scripts work for them with their member role.
+MEMBER_CHANGES = {
+    "POST /ui/connection": "picks the connection this browser looks at: a read",
+    "POST /api/monitor/sessions/preflight": "a read-only POST",
+    "POST /api/tokens": "a personal token of one's own",
+    "DELETE /api/tokens/{token_id}": "revoking one's own personal token",
+    "POST /ui/tokens": "a personal token of one's own, from Settings",
+    "POST /ui/tokens/{token_id}/revoke": "revoking one's own personal token, from Settings",
+}
+
+
+def test_members_change_nothing_but_the_listed_exceptions():
+    member_changes = {
+        rule
+        for rule, access in RULES.items()
+        if rule.split(" ", 1)[0] in MUTATIONS and access is Access.MEMBER
+    }
+    assert member_changes == set(MEMBER_CHANGES)
 
 
 def _concrete(path: str) -> str:

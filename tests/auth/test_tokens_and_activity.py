@@ -45,11 +45,16 @@ class TestApiTokens:
         assert (await script.get("/api/workspace/activity")).status_code == 403
         assert (await script.delete("/api/metrics/slowlog")).status_code == 403
 
-    async def test_members_cannot_make_tokens(self, workspace: Workspace):
-        mia = await workspace.join("Mia")
-        refused = await mia.client.post("/api/tokens", json={"name": "t"})
-        assert refused.status_code == 403
-        assert (await mia.client.get("/api/tokens")).json() == []
+    async def test_an_admins_token_follows_a_promotion_to_owner(self, workspace: Workspace):
+        ada = await workspace.join("Ada", role="admin")
+        secret = (await ada.client.post("/api/tokens", json={"name": "t"})).json()["token"]
+        moved = await workspace.owner.client.post(
+            "/api/workspace/transfer", json={"memberId": ada.id}
+        )
+        assert moved.status_code == 200, moved.text
+        script = workspace.browser(Authorization=f"Bearer {secret}")
+        back = await script.post("/api/workspace/transfer", json={"memberId": workspace.owner.id})
+        assert back.status_code == 200, back.text
 
     async def test_bad_bearer_tokens_are_nobody(self, workspace: Workspace):
         for value in ("Bearer svc_pat_wrong", "Bearer ", "Basic b3duZXI6cGFzcw==", "svc_pat_x"):
@@ -62,6 +67,109 @@ class TestApiTokens:
         response = await workspace.owner.client.delete(f"/api/tokens/{token_id}")
         assert response.status_code == 404
         assert [t["revokedAt"] for t in (await mia.client.get("/api/tokens")).json()] == [None]
+
+
+class TestMembersOwnTokens:
+    async def test_a_member_makes_uses_and_revokes_their_own_token(self, workspace: Workspace):
+        mia = await workspace.join("Mia")
+        created = await mia.client.post("/api/tokens", json={"name": "laptop MCP"})
+        assert created.status_code == 201, created.text
+        token_id, secret = created.json()["id"], created.json()["token"]
+        assert secret.startswith("svc_pat_")
+        listed = (await mia.client.get("/api/tokens")).json()
+        assert [(t["id"], t["name"], t["token"]) for t in listed] == [
+            (token_id, "laptop MCP", None)
+        ]
+
+        script = workspace.browser(Authorization=f"Bearer {secret}")
+        del script.headers["Origin"]
+        assert (await script.get("/api/metrics/info")).status_code == 200
+        assert (await script.get("/api/auth/me")).json()["role"] == "member"
+
+        revoked = await mia.client.delete(f"/api/tokens/{token_id}")
+        assert revoked.status_code == 204
+        assert (await script.get("/api/metrics/info")).status_code == 401
+        assert [
+            t["revokedAt"] is not None for t in (await mia.client.get("/api/tokens")).json()
+        ] == [True]
+        made = (await workspace.activity(action="POST /api/tokens"))[0]
+        assert (made["actorName"], made["status"], made["objectId"]) == ("Mia", 201, token_id)
+        gone = (await workspace.activity(action="DELETE /api/tokens/{token_id}"))[0]
+        assert (gone["actorName"], gone["status"], gone["objectId"]) == ("Mia", 204, token_id)
+        everything = (await workspace.owner.client.get("/api/workspace/activity")).text
+        assert secret not in everything
+
+    async def test_a_members_token_is_refused_every_admin_route(self, workspace: Workspace):
+        mia = await workspace.join("Mia")
+        secret = (await mia.client.post("/api/tokens", json={"name": "t"})).json()["token"]
+        script = workspace.browser(Authorization=f"Bearer {secret}")
+        del script.headers["Origin"]
+        attempts = [
+            script.get("/api/workspace/activity"),
+            script.get("/api/metrics/config"),
+            script.put("/api/settings", json={"auditPollIntervalMs": 5000}),
+            script.delete("/api/metrics/slowlog"),
+            script.post("/api/connections", json={"host": "127.0.0.1", "port": 6390}),
+            script.post("/api/workspace/invitations", json={"email": "x@example.com"}),
+            script.put(f"/api/workspace/members/{mia.id}", json={"role": "admin"}),
+        ]
+        for attempt in attempts:
+            response = await attempt
+            assert response.status_code == 403, response.text
+            assert "needs the admin role, and you are a member" in response.json()["message"]
+
+    async def test_a_token_made_as_a_member_stays_a_members_after_a_promotion(
+        self, workspace: Workspace
+    ):
+        mia = await workspace.join("Mia")
+        made = (await mia.client.post("/api/tokens", json={"name": "t"})).json()
+        script = workspace.browser(Authorization=f"Bearer {made['token']}")
+        promoted = await workspace.owner.client.put(
+            f"/api/workspace/members/{mia.id}", json={"role": "admin"}
+        )
+        assert promoted.status_code == 200
+        assert (await mia.client.get("/api/workspace/activity")).status_code == 200
+        refused = await script.get("/api/workspace/activity")
+        assert refused.status_code == 403
+        assert "you are a member" in refused.json()["message"]
+        assert (await script.get("/api/metrics/info")).status_code == 200
+        # A token made after the promotion acts as the admin they now are.
+        again = (await mia.client.post("/api/tokens", json={"name": "t2"})).json()
+        admin_script = workspace.browser(Authorization=f"Bearer {again['token']}")
+        assert (await admin_script.get("/api/workspace/activity")).status_code == 200
+
+    async def test_a_member_never_sees_nor_revokes_another_users_token(self, workspace: Workspace):
+        ada = await workspace.join("Ada", role="admin")
+        adas = (await ada.client.post("/api/tokens", json={"name": "ada's"})).json()
+        mia = await workspace.join("Mia")
+        assert (await mia.client.get("/api/tokens")).json() == []
+        mias = (await mia.client.post("/api/tokens", json={"name": "mia's"})).json()
+        assert [t["name"] for t in (await mia.client.get("/api/tokens")).json()] == ["mia's"]
+
+        by_cookie = await mia.client.delete(f"/api/tokens/{adas['id']}")
+        made_up = await mia.client.delete("/api/tokens/" + "0" * 32)
+        assert by_cookie.status_code == made_up.status_code == 404
+        # The same answer as for an id that never existed: nothing says the token is there.
+        assert by_cookie.json()["message"].replace(adas["id"], "ID") == made_up.json()[
+            "message"
+        ].replace("0" * 32, "ID")
+        with_her_token = workspace.browser(Authorization=f"Bearer {mias['token']}")
+        assert (await with_her_token.delete(f"/api/tokens/{adas['id']}")).status_code == 404
+        assert [t["name"] for t in (await with_her_token.get("/api/tokens")).json()] == ["mia's"]
+
+        adas_script = workspace.browser(Authorization=f"Bearer {adas['token']}")
+        assert (await adas_script.get("/api/workspace/activity")).status_code == 200
+        assert [t["revokedAt"] for t in (await ada.client.get("/api/tokens")).json()] == [None]
+        assert adas["name"] not in (await mia.client.get("/api/tokens")).text
+
+    async def test_removing_a_member_ends_their_tokens_at_once(self, workspace: Workspace):
+        mia = await workspace.join("Mia")
+        secret = (await mia.client.post("/api/tokens", json={"name": "t"})).json()["token"]
+        script = workspace.browser(Authorization=f"Bearer {secret}")
+        assert (await script.get("/api/connections")).status_code == 200  # cached from here on
+        removed = await workspace.owner.client.delete(f"/api/workspace/members/{mia.id}")
+        assert removed.status_code == 204
+        assert (await script.get("/api/connections")).status_code == 401
 
 
 class TestActivityLog:

@@ -19,6 +19,7 @@ from playwright.async_api import Page, expect
 from tests.fixtures.app import target_of
 from tests.fixtures.broker import Identity, SignInBroker
 from tests.fixtures.browser import LiveService, LiveServiceFactory, PageFactory
+from tests.fixtures.mcp_service import http_session, text_of
 from tests.fixtures.servers import RunningServer
 
 pytestmark = pytest.mark.slow
@@ -243,6 +244,57 @@ class TestApiTokens:
             await owner.reload()
             await expect(stdio).to_contain_text('"SVC_TOKEN": "<your token>"')
             await expect(tokens).not_to_contain_text(secret)
+
+
+class TestAMembersTokens:
+    async def test_a_member_makes_uses_and_revokes_their_own_token_in_settings(
+        self, signed_in_owner: OwnerFactory, open_page: PageFactory
+    ):
+        async with signed_in_owner() as (service, owner):
+            await owner.goto(service.url + "/settings")
+            owners = owner.locator("#api-tokens")
+            await owners.locator('input[name="name"]').fill("owner's grafana")
+            await owners.locator('[data-action="create-token"]').click()
+            await expect(owners.locator("tr[data-token]")).to_contain_text("owner's grafana")
+            link = await invite(owner, service, "mia@example.com")
+
+            async with open_page(link) as member:
+                await accept(member, "Mia")
+                await member.click('[data-nav="settings"]')
+                tokens = member.locator("#api-tokens")
+                await expect(tokens.locator("tr[data-token]")).to_have_count(0)
+                await expect(tokens).not_to_contain_text("owner's grafana")
+                await tokens.locator('input[name="name"]').fill("laptop MCP")
+                await tokens.locator('[data-action="create-token"]').click()
+                secret = (await member.locator("[data-token-secret]").inner_text()).strip()
+                assert secret.startswith("svc_pat_")
+                stdio = tokens.locator('[data-mcp-snippet="stdio"]')
+                await expect(stdio).to_contain_text(f'"SVC_TOKEN": "{secret}"')
+                async with http_session(service.url, secret) as assistant:
+                    summary = await assistant.call_tool("info_summary", {})
+                    assert "memory: used" in text_of(summary), text_of(summary)
+                    refused = await assistant.call_tool("start_monitor", {})
+                    assert MEMBER_REFUSED in text_of(refused)
+
+                await member.reload()
+                await expect(tokens.locator("tr[data-token]")).to_contain_text("laptop MCP")
+                await tokens.locator('[data-action="revoke-token"]').click()
+                await expect(tokens.locator("tr[data-token]")).to_contain_text("revoked")
+                async with httpx.AsyncClient(
+                    base_url=service.url, headers={"Authorization": f"Bearer {secret}"}
+                ) as script:
+                    assert (await script.get("/api/connections")).status_code == 401
+
+            await owner.goto(service.url + "/activity")
+            rows = owner.locator("table[data-activity] tbody tr").filter(has_text="Mia")
+            for action in ("POST /ui/tokens", "POST /ui/tokens/{token_id}/revoke"):
+                await expect(rows.and_(owner.locator(f'[data-action="{action}"]'))).to_have_count(1)
+            await expect(
+                rows.and_(owner.locator('[data-action="mcp:info_summary"]'))
+            ).to_have_count(1)
+            await expect(owner.locator("table[data-activity]")).not_to_contain_text(secret)
+            await owner.goto(service.url + "/settings")
+            await expect(owners.locator("tr[data-token]")).to_contain_text("active")
 
 
 class TestThirdPartySignIn:

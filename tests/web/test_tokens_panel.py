@@ -86,8 +86,46 @@ class TestMcpSnippets:
     async def test_a_member_sees_the_snippets_with_the_placeholder(self, space: Workspace):
         mia = await space.join("Mia")
         page = await mia.client.get("/settings", headers=HTML)
-        assert "data-tokens-closed" in page.text
+        assert 'data-action="create-token"' in page.text
         assert_snippets(page.text, url=ORIGIN, token=PLACEHOLDER)
+
+
+class TestAMembersTokens:
+    async def test_a_member_makes_and_revokes_their_own_token_from_the_page(self, space: Workspace):
+        mia = await space.join("Mia")
+        made = await mia.client.post("/ui/tokens", content="name=laptop", headers=FROM_PAGE)
+        assert made.status_code == 200, made.text
+        secret = re.search(r"data-token-secret>(svc_pat_[^<]+)</code>", made.text)
+        assert secret is not None
+        assert_snippets(made.text, url=ORIGIN, token=secret.group(1))
+        script = space.browser(Authorization=f"Bearer {secret.group(1)}")
+        assert (await script.get("/api/auth/me")).json()["role"] == "member"
+        token_id = re.search(r'<tr data-token="(\w+)"', made.text)
+        assert token_id is not None
+        assert f'hx-post="/ui/tokens/{token_id.group(1)}/revoke"' in made.text
+
+        revoked = await mia.client.post(f"/ui/tokens/{token_id.group(1)}/revoke", headers=FROM_PAGE)
+        assert revoked.status_code == 200, revoked.text
+        assert "Token revoked" in revoked.text
+        assert (await script.get("/api/auth/me")).json()["signedIn"] is False
+        entries = await space.activity(actor="Mia")
+        assert {e["action"] for e in entries} >= {
+            "POST /ui/tokens",
+            "POST /ui/tokens/{token_id}/revoke",
+        }
+
+    async def test_another_users_token_is_neither_shown_nor_revoked(self, space: Workspace):
+        ada = await space.join("Ada", role="admin")
+        adas = (await ada.client.post("/api/tokens", json={"name": "ada laptop"})).json()
+        mia = await space.join("Mia")
+        page = await mia.client.get("/settings", headers=HTML)
+        assert "ada laptop" not in page.text
+        assert adas["id"] not in page.text
+        refused = await mia.client.post(f"/ui/tokens/{adas['id']}/revoke", headers=FROM_PAGE)
+        assert refused.status_code == 200
+        assert "data-token-error" in refused.text
+        assert "ada laptop" not in refused.text
+        assert [t["revokedAt"] for t in (await ada.client.get("/api/tokens")).json()] == [None]
 
     async def test_the_public_url_when_set_is_the_address_given(
         self, workspace_factory: WorkspaceFactory

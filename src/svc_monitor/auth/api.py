@@ -296,7 +296,8 @@ def _cursor(cursor: str | None) -> int | None:
     summary="Your personal API tokens (secrets are never shown again)",
 )
 async def tokens(principal: PrincipalDep, auth: WorkspaceDep) -> list[TokenRead]:
-    """Name, prefix, creation and last use of each of your tokens; never the secret."""
+    """Name, prefix, creation and last use of each of your tokens; never the secret. Only
+    your own: nobody, admins and the owner included, lists another user's tokens."""
     return [TokenRead.of(t) for t in await auth.tokens(principal)]
 
 
@@ -308,8 +309,12 @@ async def tokens(principal: PrincipalDep, auth: WorkspaceDep) -> list[TokenRead]
     summary="Create a personal API token: send it as `Authorization: Bearer <token>`",
 )
 async def create_token(body: TokenWrite, principal: PrincipalDep, auth: WorkspaceDep) -> TokenRead:
-    """The answer's `token` is the only time the secret is shown; only its SHA-256 is
-    stored. It acts as you, with your current role, on every API route."""
+    """Any signed-in user makes their own, members too: an MCP client (`SVC_TOKEN`, or
+    the same Bearer header on `/mcp`) or a script needs one while user control is on.
+    The answer's `token` is the only time the secret is shown; only its SHA-256 is
+    stored. It acts as you, with your current role, on every API route; one a member
+    makes never acts beyond the member role, even after a promotion (make a new one
+    then). Recorded in the activity log, never with the secret."""
     token, secret = await auth.create_token(principal, body.name)
     return TokenRead.of(token, secret)
 
@@ -321,6 +326,8 @@ async def create_token(body: TokenWrite, principal: PrincipalDep, auth: Workspac
     summary="Revoke one of your tokens",
 )
 async def revoke_token(token_id: str, principal: PrincipalDep, auth: WorkspaceDep) -> Response:
-    """The token stops working at once."""
+    """Any signed-in user revokes their own tokens, members too. The token stops working
+    at once (on other replicas within seconds). Another user's token answers 404, as an
+    unknown or already revoked id does. Removing a member ends all of theirs."""
     await auth.revoke_token(principal, token_id)
     return Response(status_code=204)

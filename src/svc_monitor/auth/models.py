@@ -81,6 +81,9 @@ class ApiToken:
     created_at: int
     last_used_at: int | None
     revoked_at: int | None
+    # The most it acts as, whatever its user's role later: member for a token a member
+    # made; None for an admin's or the owner's, which follow their user's current role.
+    max_role: Role | None = None
 
 
 @dataclass(frozen=True, slots=True)

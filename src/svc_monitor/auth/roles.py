@@ -6,7 +6,9 @@ and fails tests/auth/test_route_rules.py, so a new route cannot ship unguarded.
 
 The spec's role table, in short: members read everything except the activity log and
 server configuration; every POST/PUT/PATCH/DELETE needs an admin, except signing in
-and out and the read-only POSTs; only the owner transfers ownership.
+and out and the read-only POSTs; only the owner transfers ownership. One exception of
+ours: a member makes and revokes their own personal tokens (each user reaches only
+their own: auth/service.py), so MCP and scripts work for members, with the member role.
 """
 
 from enum import IntEnum
@@ -98,11 +100,12 @@ RULES: dict[str, Access] = {
     "POST /api/workspace/invitations": ADMIN,
     "DELETE /api/workspace/invitations/{invitation_id}": ADMIN,
     "GET /api/workspace/activity": ADMIN,
-    # --- personal API tokens: each user lists their own; making and revoking one is a
-    # change, which the spec's rule 1 keeps from members ---
+    # --- personal API tokens: each user lists, makes and revokes their own, members too
+    # (an exception to the spec's rule 1: without a token a member has no MCP at all);
+    # a member's token acts as a member, and no one reaches another user's tokens ---
     "GET /api/tokens": MEMBER,
-    "POST /api/tokens": ADMIN,
-    "DELETE /api/tokens/{token_id}": ADMIN,
+    "POST /api/tokens": MEMBER,
+    "DELETE /api/tokens/{token_id}": MEMBER,
     # --- connections ---
     "GET /api/connections": MEMBER,
     # Unregistered pushers: admins only, since registering one is theirs to do.
@@ -259,8 +262,8 @@ RULES: dict[str, Access] = {
     "POST /ui/team/members/{member_id}/remove": ADMIN,
     "POST /ui/team/transfer": OWNER,
     "GET /activity": ADMIN,
-    "POST /ui/tokens": ADMIN,
-    "POST /ui/tokens/{token_id}/revoke": ADMIN,
+    "POST /ui/tokens": MEMBER,  # one's own tokens, as /api/tokens
+    "POST /ui/tokens/{token_id}/revoke": MEMBER,
     # --- web UI: webhooks (members read them and their deliveries; changes are an admin's,
     # the test call too: it makes the server send a request) ---
     "GET /webhooks": MEMBER,

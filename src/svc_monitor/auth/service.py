@@ -225,13 +225,18 @@ class AuthService:
         now = self._clock()
         cached = self._token_cache.get(digest)
         if cached is not None and now - cached[1] < _TOKEN_CACHE_S:
-            return cached[0]
+            held = cached[0]
+            # Revoked, or its user removed, on another replica since it was let in here.
+            ended = self.revocations.token_ended(token_id=held.token_id or "", user_id=held.user_id)
+            if not ended:
+                return held
         found = await self._store.token_user(digest)
         if found is None:
             self._token_cache.pop(digest, None)
             return None
         token, user = found
-        principal = Principal(user.id, user.name, user.role, Via.TOKEN, token_id=token.id)
+        role = _capped(user.role, token.max_role)
+        principal = Principal(user.id, user.name, role, Via.TOKEN, token_id=token.id)
         self._token_cache[digest] = (principal, now)
         await self._store.touch_token(token.id, now=int(now * 1000))
         return principal
@@ -409,6 +414,9 @@ class AuthService:
     # --- personal API tokens ---
 
     async def create_token(self, principal: Principal, name: str) -> tuple[ApiToken, str]:
+        """A token of the caller's own. One a member makes (by session or by a member's
+        token) never acts beyond the member role, even after a promotion; an admin's or the
+        owner's follows their current role, up or down."""
         name = _clean_name(name)
         secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
         token = ApiToken(
@@ -419,17 +427,24 @@ class AuthService:
             created_at=self._now_ms(),
             last_used_at=None,
             revoked_at=None,
+            max_role=Role.MEMBER if principal.role is Role.MEMBER else None,
         )
         await self._store.add_token(token, _digest(secret))
         return token, secret
 
     async def tokens(self, principal: Principal) -> list[ApiToken]:
+        """The caller's own tokens only: nobody, admins included, lists another user's."""
         return await self._store.tokens_of(principal.user_id)
 
     async def revoke_token(self, principal: Principal, token_id: str) -> None:
+        """Revoke one of the caller's own tokens. Another user's token, a revoked one and
+        an unknown id get the same NotFound, so the answer tells nothing of others' tokens."""
         if not await self._store.revoke_token(token_id, principal.user_id, now=self._now_ms()):
             raise NotFound(f"No active token with id {token_id}")
         self._token_cache.clear()
+        # Other replicas hold a token they let in for _TOKEN_CACHE_S; this reaches them
+        # within revocations.SYNC_EVERY_S.
+        await self.revocations.end_token(token_id)
 
     # --- housekeeping ---
 
@@ -452,6 +467,11 @@ class AuthService:
 
     def _now_ms(self) -> int:
         return int(self._clock() * 1000)
+
+
+def _capped(role: Role, ceiling: Role | None) -> Role:
+    """The user's role, lowered to the token's ceiling when it has one."""
+    return ceiling if ceiling is not None and not ceiling.at_least(role) else role
 
 
 def _session_principal(session: CookieSession) -> Principal:

@@ -56,13 +56,15 @@ auth_sessions = Table(
     Column("source_ip", String(64), nullable=True),
 )
 
-# Sessions (session_id) and members (user_id) ended, for other replicas to refuse at once.
+# Sessions (session_id), members (user_id) and API tokens (token_id) ended, for other
+# replicas to refuse at once.
 auth_revocations = Table(
     "auth_revocations",
     metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
     Column("session_id", String(64), nullable=True),
     Column("user_id", String(64), nullable=True),
+    Column("token_id", String(64), nullable=True),
     Column("at", BigInteger, nullable=False, index=True),
 )
 
@@ -92,6 +94,7 @@ api_tokens = Table(
     Column("created_at", BigInteger, nullable=False),
     Column("last_used_at", BigInteger, nullable=True),
     Column("revoked_at", BigInteger, nullable=True),
+    Column("max_role", String(16), nullable=True),  # see ApiToken.max_role
 )
 
 activity_log = Table(
@@ -200,20 +203,30 @@ class AuthStore:
     async def end_session(self, session_id: str) -> None:
         await self._db.execute(delete(auth_sessions).where(auth_sessions.c.id == session_id))
 
-    async def add_revocation(self, *, session_id: str | None, user_id: str | None, at: int) -> None:
+    async def add_revocation(
+        self,
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        token_id: str | None = None,
+        at: int,
+    ) -> None:
         await self._db.execute(
-            auth_revocations.insert().values(session_id=session_id, user_id=user_id, at=at)
+            auth_revocations.insert().values(
+                session_id=session_id, user_id=user_id, token_id=token_id, at=at
+            )
         )
 
     async def revocations_after(
         self, last_id: int
-    ) -> list[tuple[int, str | None, str | None, int]]:
+    ) -> list[tuple[int, str | None, str | None, str | None, int]]:
+        """(id, session_id, user_id, token_id, at) of each later row, oldest first."""
         rows = await self._db.fetch_all(
             select(auth_revocations)
             .where(auth_revocations.c.id > last_id)
             .order_by(auth_revocations.c.id)
         )
-        return [(int(r.id), r.session_id, r.user_id, int(r.at)) for r in rows]
+        return [(int(r.id), r.session_id, r.user_id, r.token_id, int(r.at)) for r in rows]
 
     async def prune_revocations(self, *, older_than: int) -> int:
         return await self._db.execute(
@@ -326,6 +339,7 @@ class AuthStore:
                 token_hash=token_hash,
                 prefix=token.prefix,
                 created_at=token.created_at,
+                max_role=token.max_role.value if token.max_role else None,
             )
         )
 
@@ -362,6 +376,7 @@ class AuthStore:
             created_at=int(mapping[api_tokens.c.created_at]),
             last_used_at=mapping[api_tokens.c.last_used_at],
             revoked_at=None,
+            max_role=_role_or_none(mapping[api_tokens.c.max_role]),
         )
         return token, user
 
@@ -477,7 +492,12 @@ def _token(row: Row[Any]) -> ApiToken:
         created_at=int(row.created_at),
         last_used_at=row.last_used_at,
         revoked_at=row.revoked_at,
+        max_role=_role_or_none(row.max_role),
     )
+
+
+def _role_or_none(value: str | None) -> Role | None:
+    return Role(value) if value else None
 
 
 def _activity(row: Row[Any]) -> ActivityEntry:

@@ -5,8 +5,9 @@ A token acts as you on every API route (`Authorization: Bearer <token>`) and ove
 (`SVC_TOKEN` for the stdio command, the same Bearer header on `/mcp`), with your role at
 the time of each call. Its secret is shown once, in the answer that makes it; only a
 hash is kept, so the client snippets carry it only in that answer and a placeholder
-otherwise. Making and revoking are changes, so they need an admin (the spec's rule 1);
-members see the section and why it is closed to them.
+otherwise. Everyone signed in makes and revokes their own, members too (the one change
+a member makes: without a token an MCP client has nothing to act with); a member's
+token acts as a member. The service lists and revokes only the caller's own tokens.
 """
 
 import json
