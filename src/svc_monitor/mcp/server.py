@@ -72,7 +72,7 @@ def _add_tool(
         try:
             return cap(await spec.run(caller_for(ctx, spec.name), params))
         except ToolRefused as exc:
-            raise ToolError(f"{exc.message} (HTTP {exc.status})") from None
+            raise ToolError(exc.describe()) from None
 
     call.__name__ = spec.name
     call.__doc__ = spec.description
