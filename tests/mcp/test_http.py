@@ -120,8 +120,8 @@ class TestTools:
         finally:
             for worker in workers:
                 worker.close()  # type: ignore[no-untyped-call]
-        assert "billing-worker 3" in summary
-        assert "last command: ping 3" in summary
+        assert "by name: «billing-worker» 3" in summary
+        assert "last command: «ping» 3" in summary
 
     async def test_a_memory_forecast_speaks_megabytes(self, served: Served):
         async with http_session(served.url, served.tokens["mia"]) as session:
@@ -371,5 +371,5 @@ class TestADownInstance:
         assert not health.is_error, text_of(health)
         assert "doomed (id " in text_of(health)
         assert "): disconnected\nengine: unknown, checked " in text_of(health)
-        assert f"error: Error 111 connecting to {doomed.host}:{doomed.port}" in text_of(health)
+        assert f"error: «Error 111 connecting to {doomed.host}:{doomed.port}" in text_of(health)
         assert "role: unavailable (" in text_of(health)
