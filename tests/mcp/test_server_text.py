@@ -81,7 +81,7 @@ class TestTextFromTheServerIsMarkedAsData:
         client = chatty.client()
         try:
             with pytest.raises(valkey.AuthenticationError):
-                client.execute_command("AUTH", MARKUP_NAME, "wrong password")
+                client.execute_command("AUTH", MARKUP_NAME, "wrong password")  # type: ignore[no-untyped-call]
         finally:
             client.close()  # type: ignore[no-untyped-call]
         answers: list[CallToolResult] = []
