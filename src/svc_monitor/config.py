@@ -590,3 +590,18 @@ class McpClientSettings(BaseSettings):
     SVC_URL: Annotated[str, Field(pattern=r"^https?://[^\s/]+(/\S*)?$")] = "http://127.0.0.1:3001"
     # A personal token (Settings, API tokens); optional where user control is off.
     SVC_TOKEN: SecretStr | None = None
+
+    @field_validator("SVC_TOKEN", mode="before")
+    @classmethod
+    def _one_token(cls, value: Any) -> Any:
+        """A token pasted into an assistant's JSON config often keeps a line break or spaces
+        around it: not part of it. One inside cannot go into an HTTP header."""
+        if not isinstance(value, str):
+            return value
+        token = value.strip()
+        if any(not "!" <= char <= "~" for char in token):
+            raise ValueError(
+                "the token holds a space, a line break or a character outside printable ASCII;"
+                " copy it again from Settings, API and MCP tokens"
+            )
+        return token or None

@@ -74,9 +74,10 @@ class TestDiagnoseNamesTheInducedProblemFirst:
 
         first = result.problems[0]
         assert first.source == "slowlog"
-        assert first.title.startswith("Slow EVAL burst: 4 calls, slowest"), first.title
-        assert "4 EVAL calls over 10 ms" in first.evidence[0]
-        assert "while i < 5000000" in first.evidence[1]
+        assert first.title.startswith("Slow «EVAL» burst: 4 calls, slowest"), first.title
+        assert "4 «EVAL» calls over 10 ms" in first.evidence[0]
+        # The script is the server's text, shown as data with its markup escaped.
+        assert "while i &lt; 5000000" in first.evidence[1]
 
     async def test_a_replica_whose_master_link_is_down(
         self, fresh: Fresh, server_factory: ServerFactory
@@ -95,8 +96,10 @@ class TestDiagnoseNamesTheInducedProblemFirst:
 
         first = result.problems[0]
         assert first.severity == "critical"
-        assert first.title == f"Replication link to master 127.0.0.1:{master.port} is down"
-        assert first.evidence[0].startswith(f"master_link_status down to 127.0.0.1:{master.port}")
+        assert first.title == f"Replication link to master «127.0.0.1:{master.port}» is down"
+        assert first.evidence[0].startswith(
+            f"master_link_status «down» to «127.0.0.1:{master.port}»"
+        )
 
     async def test_an_old_redis_with_known_cves(self, fresh: Fresh):
         server = fresh("redis6")
@@ -106,7 +109,7 @@ class TestDiagnoseNamesTheInducedProblemFirst:
 
         first = result.problems[0]
         assert (first.severity, first.source) == ("critical", "cve")
-        assert "known CVEs in redis 6.2" in first.title, first.title
+        assert "known CVEs in redis «6.2" in first.title, first.title
         assert any(line.startswith("CVE-") for line in first.evidence)
         assert first.next_step.startswith("Upgrade to ")
         # Redis 6.2 refuses INFO with several sections; the whole INFO is read instead.

@@ -59,7 +59,7 @@ class TestReplicaPair:
             upstream = text_of(await session.call_tool("health", {}))
             downstream = text_of(await session.call_tool("health", {"connection": "replica"}))
         assert "role: primary with 1 replica(s)" in upstream
-        assert f"of {primary.host}:{primary.port}, link up" in downstream
+        assert f"of «{primary.host}:{primary.port}», link up" in downstream
 
     async def test_every_read_tool_answers_on_the_replica(self, pair_service: Served):
         async with http_session(pair_service.url, pair_service.tokens["mia"]) as session:

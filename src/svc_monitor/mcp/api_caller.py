@@ -12,14 +12,14 @@ from typing import Any
 
 import httpx2
 
-from svc_monitor.mcp.caller_protocol import ApiCaller, ToolRefused
+from svc_monitor.mcp.caller_protocol import ApiCaller, ServiceUnreachable, ToolRefused
 
 CONNECTION_HEADER = "X-Connection-Id"
 # Marks the request that carries out a tool call, so the REST API records it in the
 # activity log under the caller (auth/dependencies/access.py); name look-ups go untagged.
 TOOL_HEADER = "X-MCP-Tool"
 TOOL_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
-__all__ = ["ApiCaller", "RestCaller", "ToolRefused"]
+__all__ = ["ApiCaller", "RestCaller", "ServiceUnreachable", "ToolRefused"]
 
 # A refusal's message is the REST API's own; a proxy's HTML error page is cut short.
 _MESSAGE_LIMIT = 500
@@ -70,16 +70,22 @@ class RestCaller:
         if self._tool is not None:
             # One activity entry per tool call: the first request it makes carries the tag.
             headers[TOOL_HEADER], self._tool = self._tool, None
-        response = await self._client.request(
+        response = await self._request(
             method, path, params=dict(params or {}), json=body, headers=headers
         )
         return _answer(response)
+
+    async def _request(self, method: str, path: str, **options: Any) -> httpx2.Response:
+        try:
+            return await self._client.request(method, path, **options)
+        except httpx2.RequestError as exc:
+            raise ServiceUnreachable(_unreachable(self._client.base_url, exc)) from None
 
     async def connection_id(self, name_or_id: str) -> str:
         """The id of the connection called `name_or_id` (its name or its id)."""
         if name_or_id in self._connection_ids:
             return self._connection_ids[name_or_id]
-        response = await self._client.get("/api/connections", headers=self._headers)
+        response = await self._request("GET", "/api/connections", headers=self._headers)
         listed = _answer(response)
         for entry in listed if isinstance(listed, list) else []:
             if name_or_id in (entry.get("id"), entry.get("name")):
@@ -91,6 +97,24 @@ class RestCaller:
             f" (known: {names or 'none'})",
             404,
         )
+
+
+def _unreachable(base_url: httpx2.URL, error: httpx2.RequestError) -> str:
+    """Where and what, in words of our own: the error's own text may quote the request,
+    its Authorization header included, so it is never passed on."""
+    where = str(base_url.copy_with(username=None, password=None)).rstrip("/")
+    if isinstance(error, httpx2.TimeoutException):
+        what = "it did not answer in time"
+    elif isinstance(error, httpx2.ConnectError):
+        what = "nothing accepted the connection"
+    elif isinstance(error, httpx2.RemoteProtocolError):
+        what = "what answered does not speak HTTP"
+    else:
+        what = type(error).__name__
+    return (
+        f"svc-monitor at {where} could not be reached ({what}); check SVC_URL and that"
+        " svc-monitor is running there"
+    )
 
 
 def _answer(response: httpx2.Response) -> Any:

@@ -17,6 +17,21 @@ class ToolRefused(Exception):
         self.message = message
         self.status = status
 
+    def describe(self) -> str:
+        """What the assistant reads: the REST API's message and its status."""
+        return f"{self.message} (HTTP {self.status})"
+
+
+class ServiceUnreachable(ToolRefused):
+    """No HTTP answer came back at all (nothing listens at SVC_URL, a timeout, a broken
+    proxy); `status` is 0 and `message` names the URL and what went wrong."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, 0)
+
+    def describe(self) -> str:
+        return self.message
+
 
 class ApiCaller(Protocol):
     """`connection` is a connection's id or name; None means the default connection."""

@@ -19,6 +19,7 @@ from typing import Any
 
 from svc_monitor.mcp.caller_protocol import ApiCaller, refusal
 from svc_monitor.mcp.diagnosis_model import size, span, utc
+from svc_monitor.mcp.untrusted import data
 
 MAX_WINDOW_MINUTES = 7 * 24 * 60
 # Enough buckets to find both ends of the window, few enough to keep the answer small.
@@ -255,7 +256,7 @@ async def _restart(
     if not isinstance(server, Mapping):
         return []
     uptime = server.get("uptime_in_seconds")
-    version = server.get("valkey_version") or server.get("redis_version")
+    version = data(server.get("valkey_version") or server.get("redis_version"))
     notes.append(f"version now {version}")
     # INFO truncates uptime to whole seconds: one second of slack.
     if isinstance(uptime, int) and (uptime + 1) * 1000 < compared_ms:

@@ -34,6 +34,7 @@ from svc_monitor.mcp.diagnosis_sources import (
     forecast_problems,
     slowlog_problems,
 )
+from svc_monitor.mcp.untrusted import data
 
 logger = logging.getLogger(__name__)
 
@@ -198,7 +199,7 @@ def _down(entry: Mapping[str, Any], name: str) -> Problem | None:
         return None
     checked = engine.get("checkedAt")
     evidence = [
-        f"state {status}: {engine.get('error') or 'no answer'}"
+        f"state {status}: {data(engine.get('error') or None, missing='no answer')}"
         + (f" at {utc(checked)}" if checked else ""),
         f"address {entry.get('host')}:{entry.get('port')}",
     ]

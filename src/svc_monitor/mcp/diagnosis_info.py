@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from svc_monitor.mcp.diagnosis_model import Problem, Severity, size, span, utc
+from svc_monitor.mcp.untrusted import data
 
 Sections = Mapping[str, Mapping[str, Any]]
 
@@ -121,11 +122,11 @@ class InfoChecks:
         if percent < min(MEMORY_WARNING_PERCENT, critical):
             return []
         severity: Severity = "critical" if percent >= critical else "warning"
-        policy = str(self.sections.get("memory", {}).get("maxmemory_policy", "unknown"))
+        policy = self.sections.get("memory", {}).get("maxmemory_policy")
         consequence = (
             "writes will be refused with OOM"
             if policy == "noeviction"
-            else f"keys are being evicted ({policy})"
+            else f"keys are being evicted ({data(policy)})"
         )
         evidence = [
             f"used_memory {size(used)} of maxmemory {size(limit)} ({percent:.0f} %)"
@@ -135,7 +136,7 @@ class InfoChecks:
                 if severity == "critical"
                 else ""
             ),
-            f"maxmemory_policy {policy}: at the limit {consequence}",
+            f"maxmemory_policy {data(policy)}: at the limit {consequence}",
         ]
         step = (
             "Raise maxmemory or free memory (largest keys, key patterns, TTLs); see the memory"
@@ -245,12 +246,12 @@ class InfoChecks:
         return self._master_side(section)
 
     def _replica_side(self, section: Mapping[str, Any]) -> list[Problem]:
-        master = f"{section.get('master_host')}:{section.get('master_port')}"
+        master = data(f"{section.get('master_host')}:{section.get('master_port')}")
         if section.get("master_link_status") != "up":
             down = number(self.sections, "replication", "master_link_down_since_seconds")
             since = f", down for {span(down * 1000)}" if down is not None and down >= 0 else ""
             evidence = [
-                f"master_link_status {section.get('master_link_status')} to {master}"
+                f"master_link_status {data(section.get('master_link_status'))} to {master}"
                 f"{since} at {utc(self.at)}"
             ]
             step = (
@@ -286,14 +287,14 @@ class InfoChecks:
             if not (key.startswith("slave") and key[5:].isdigit()):
                 continue
             replica = pairs(value)
-            where = f"{replica.get('ip')}:{replica.get('port')}"
+            where = data(f"{replica.get('ip')}:{replica.get('port')}")
             lag = replica.get("lag", "")
             if replica.get("state") not in (None, "online"):
                 found.append(
                     self._problem(
                         "warning",
-                        f"Replica {where} is {replica.get('state')}",
-                        [f"{key} state {replica.get('state')} at {utc(self.at)}"],
+                        f"Replica {where} is {data(replica.get('state'))}",
+                        [f"{key} state {data(replica.get('state'))} at {utc(self.at)}"],
                         "A full resync is in progress or stuck; check the replica's log.",
                         50,
                     )

@@ -13,6 +13,7 @@ from typing import Any
 
 from svc_monitor.mcp.caller_protocol import ApiCaller
 from svc_monitor.mcp.diagnosis_model import Problem, Severity, micros, size, span, utc
+from svc_monitor.mcp.untrusted import command_line, data
 
 HOUR_MS = 3600 * 1000
 FORECAST_CRITICAL_MS = 24 * HOUR_MS
@@ -123,12 +124,12 @@ async def cve_problems(api: ApiCaller, connection: str, name: str, now: float) -
     report = await api.get("/api/cve/findings", connection=connection)
     if report.get("status") != "scanned":
         return []
-    product = f"{report.get('engine')} {report.get('version')}"
+    product = f"{report.get('engine')} {data(report.get('version'))}"
     found = [_cve_problem(report, product, name)] if _cves(report) else []
     eol = report.get("endOfLife") or {}
     if eol.get("status") == "end_of_life":
         evidence = (
-            f"{product}: release line {eol.get('cycle')} is past end of life"
+            f"{product}: release line {data(eol.get('cycle'))} is past end of life"
             f" ({eol.get('eolDate') or 'date unknown'}), scanned at"
             f" {utc(report.get('scannedAt') or now)}",
         )
@@ -221,21 +222,22 @@ def _slow_problem(command: str, slow: list[Mapping[str, Any]], name: str) -> Pro
         else "warning"
     )
     first = min(e["startedAt"] for e in slow)
+    shown = data(command)
     evidence = (
-        f"{len(slow)} {command} calls over {micros(SLOW_US)} between {utc(first)} and"
+        f"{len(slow)} {shown} calls over {micros(SLOW_US)} between {utc(first)} and"
         f" {utc(max(e['startedAt'] for e in slow))}, {micros(total)} in all",
         f"slowest {micros(slowest['duration'])} at {utc(slowest['startedAt'])}:"
-        f" {' '.join(str(a) for a in slowest.get('args', []))[:120]}"
-        f" from {slowest.get('clientAddress') or 'unknown client'}",
+        f" {command_line(slowest.get('args', []))}"
+        f" from {data(slowest.get('clientAddress'), missing='unknown client')}",
     )
     step = (
-        f"Look at the slow log patterns for {command} and the client sending it; each call"
+        f"Look at the slow log patterns for {shown} and the client sending it; each call"
         " blocks every other client for its duration."
     )
     score = min(100.0, slowest["duration"] / 10_000 + 10 * math.log10(len(slow) + 1))
     return Problem(
         severity,
-        f"Slow {command} burst: {len(slow)} calls, slowest {micros(slowest['duration'])}",
+        f"Slow {shown} burst: {len(slow)} calls, slowest {micros(slowest['duration'])}",
         evidence,
         step,
         "slowlog",

@@ -64,7 +64,8 @@ class McpEndpoint:
         client = scope.get("client")
         refused = await live.refusal(headers, (client[0], client[1]) if client else None)
         if refused is not None:
-            await _refuse(send, refused.status, refused.message)
+            # Status 0: no HTTP answer at all (mcp/caller_protocol.py ServiceUnreachable).
+            await _refuse(send, refused.status or 503, refused.message)
             return
         if "authorization" in headers and not await live.names_a_user(headers):
             # Let in, yet naming nobody (user control off): a caller without a token.

@@ -1,16 +1,24 @@
 """Bounded, readable tool output: units on numbers, ISO 8601 on times, and a limit on size.
 
 Every tool answers in text an assistant can read and quote: a list shows at most
-`limit` entries and at most `MAX_CHARS` characters, and says how many it left out.
+`limit` entries and at most `LIST_CHARS` characters, and says how many it left out; the
+whole answer is cut at `MAX_CHARS`. Text from the monitored server is shown as data
+(mcp/untrusted.py), each value cut short, so one long value never hides the entries.
 """
 
 import datetime as dt
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
+
+from svc_monitor.mcp.untrusted import NOTICE, data
 
 # About 1,500 tokens: enough for a summary and a page of entries, small enough that a
 # dozen calls fit in an assistant's context.
 MAX_CHARS = 6000
+# What a list may take of it: the rest is room for the data notice and a summary line.
+LIST_CHARS = MAX_CHARS - len(NOTICE) - 300
+# A server's report (LATENCY DOCTOR, MEMORY DOCTOR) is cut inside its data markers.
+REPORT_CHARS = MAX_CHARS - len(NOTICE) - 200
 MAX_ENTRIES = 50
 _MB = 1024 * 1024
 
@@ -30,11 +38,24 @@ def mb(size_bytes: Any) -> str:
 
 
 def number(value: Any, unit: str = "", *, digits: int = 2) -> str:
+    """A figure with its unit; a value that is not a number is the server's text, shown
+    as data (INFO keeps `98.81%` or `inf` as a string)."""
     if value is None:
         return "unknown"
+    if isinstance(value, bool):
+        return f"{str(value).lower()} {unit}".rstrip()
+    if not isinstance(value, int | float):
+        return f"{data(value)} {unit}".rstrip()
     if isinstance(value, float):
         value = round(value, digits)
     return f"{value} {unit}".rstrip()
+
+
+def figure(value: Any) -> float | None:
+    """`value` when it is a number to compute with; None (unknown) for anything else."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return value
 
 
 def cap(text: str, max_chars: int = MAX_CHARS) -> str:
@@ -52,7 +73,7 @@ def listing(
     render: Callable[[Any], str],
     *,
     limit: int = MAX_ENTRIES,
-    max_chars: int = MAX_CHARS,
+    max_chars: int = LIST_CHARS,
     empty: str = "none",
 ) -> str:
     """A title and one line per item, bounded by `limit` entries and `max_chars`."""
@@ -74,23 +95,3 @@ def listing(
             f" ask for fewer or narrow the query]"
         )
     return "\n".join(lines)
-
-
-def pairs(values: Mapping[str, Any], keys: Iterable[str] | None = None) -> str:
-    """`key=value` for the given keys (all by default), skipping missing ones."""
-    chosen = keys if keys is not None else values.keys()
-    return ", ".join(f"{k}={_short(values[k])}" for k in chosen if values.get(k) is not None)
-
-
-def args_line(args: Any, *, limit: int = 120) -> str:
-    text = " ".join(str(a) for a in args) if isinstance(args, list) else str(args or "")
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _short(value: Any) -> str:
-    if isinstance(value, float):
-        return str(round(value, 3))
-    if isinstance(value, dict | list):
-        text = str(value)
-        return text if len(text) <= 80 else text[:77] + "..."
-    return str(value)

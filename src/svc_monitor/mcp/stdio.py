@@ -29,11 +29,10 @@ async def serve_stdio(url: str, token: str | None) -> None:
 async def _names_a_user(api: RestCaller) -> bool:
     """Whether SVC_TOKEN is a user's token. With user control off there are no users, so
     a token names nobody and must not unlock admin tools. A service not answering yet
-    leaves the token counted: each call is then decided by the REST API itself."""
+    (ServiceUnreachable, status 0) leaves the token counted: each call is then decided by
+    the REST API itself."""
     try:
         who = await api.get("/api/auth/me")
     except ToolRefused as exc:
         return exc.status != 404
-    except httpx2.HTTPError:
-        return True
     return not isinstance(who, dict) or who.get("signedIn") is not False

@@ -11,6 +11,7 @@ from pydantic import Field, SecretStr
 from svc_monitor.mcp.api_caller import ApiCaller
 from svc_monitor.mcp.output import iso
 from svc_monitor.mcp.tools.spec import Scoped, ToolSpec
+from svc_monitor.mcp.untrusted import data
 
 
 class NewConnection(Scoped):
@@ -47,14 +48,20 @@ async def add_connection(api: ApiCaller, params: NewConnection) -> str:
     engine = created.get("engine") or {}
     return (
         f"Added {created.get('name')} (id {created.get('id')}):"
-        f" {engine.get('type')} {engine.get('version')}, {engine.get('status')}"
+        f" {engine.get('type')} {data(engine.get('version'))}, {engine.get('status')}"
     )
+
+
+# What the server answered: its version and its own error text (WRONGPASS ...).
+_SERVER_SAID = frozenset({"version", "error"})
 
 
 async def test_connection(api: ApiCaller, params: NewConnection) -> str:
     result = await api.send("POST", "/api/connections/test", body=_body(params))
     fields = ", ".join(
-        f"{k}={v}" for k, v in (result or {}).items() if not isinstance(v, dict | list)
+        f"{k}={data(v) if k in _SERVER_SAID else v}"
+        for k, v in (result or {}).items()
+        if not isinstance(v, dict | list)
     )
     return f"Test of {params.host}:{params.port}: {fields}"
 

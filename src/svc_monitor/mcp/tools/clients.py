@@ -6,8 +6,9 @@ from typing import Any
 from pydantic import Field
 
 from svc_monitor.mcp.api_caller import ApiCaller
-from svc_monitor.mcp.output import listing
+from svc_monitor.mcp.output import listing, number
 from svc_monitor.mcp.tools.spec import Limited, Scoped, ToolSpec
+from svc_monitor.mcp.untrusted import data
 
 
 class IdleParams(Limited):
@@ -18,9 +19,9 @@ class IdleParams(Limited):
 
 async def clients_summary(api: ApiCaller, params: Scoped) -> str:
     clients = await api.get("/api/metrics/clients", connection=params.connection)
-    by_name = Counter(c.get("name") or "(no name)" for c in clients)
-    by_user = Counter(c.get("user") or "?" for c in clients)
-    by_cmd = Counter(c.get("cmd") or "?" for c in clients)
+    by_name = Counter(data(c.get("name"), limit=80, missing="(no name)") for c in clients)
+    by_user = Counter(data(c.get("user"), limit=80, missing="?") for c in clients)
+    by_cmd = Counter(data(c.get("cmd"), limit=80, missing="?") for c in clients)
     idle = sorted((c.get("idleSeconds") or 0 for c in clients), reverse=True)
     omem = sum(c.get("omem") or 0 for c in clients)
     lines = [
@@ -51,8 +52,9 @@ async def top_talkers(api: ApiCaller, params: Limited) -> str:
 
     def line(row: dict[str, Any]) -> str:
         return (
-            f"{row.get('identifier') or '(no name)'}: {row.get('totalCommands')} commands"
-            f" seen ({row.get('sharePercent')}%), mostly {row.get('topCommand')}"
+            f"{data(row.get('identifier') or None, missing='(no name)')}:"
+            f" {row.get('totalCommands')} commands seen ({row.get('sharePercent')}%),"
+            f" mostly {data(row.get('topCommand'))}"
         )
 
     title = f"Clients by commands seen in {found.get('totalSnapshots')} snapshots (last hour)"
@@ -67,7 +69,7 @@ async def idle_clients(api: ApiCaller, params: IdleParams) -> str:
     )
 
     def line(row: dict[str, Any]) -> str:
-        return ", ".join(f"{k}={v}" for k, v in row.items() if v not in (None, ""))
+        return ", ".join(f"{k}={number(v)}" for k, v in row.items() if v not in (None, ""))
 
     title = f"Clients idle for {found.get('thresholdSeconds')} s or more"
     return listing(title, found.get("connections", []), line, limit=params.limit)

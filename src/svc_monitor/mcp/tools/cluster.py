@@ -5,8 +5,9 @@ from typing import Any, Literal
 from pydantic import Field
 
 from svc_monitor.mcp.api_caller import ApiCaller
-from svc_monitor.mcp.output import args_line, iso, listing, mb, number
+from svc_monitor.mcp.output import iso, listing, mb, number
 from svc_monitor.mcp.tools.spec import Limited, ToolSpec
+from svc_monitor.mcp.untrusted import command_line, data
 
 
 class SlotParams(Limited):
@@ -18,20 +19,22 @@ class SlotParams(Limited):
 def _node(n: dict[str, Any]) -> str:
     ranges = n.get("slots") or []
     served = sum(int(b) - int(a) + 1 for a, b in ranges)
-    role = "replica of " + str(n.get("master")) if n.get("master") else "primary"
+    role = f"replica of {data(str(n['master'])[:12])}" if n.get("master") else "primary"
     return (
-        f"{n.get('address')} ({str(n.get('id'))[:12]}) {role}, {','.join(n.get('flags') or [])},"
-        f" link {n.get('linkState')}, {served} slots"
+        f"{data(n.get('address'))} ({data(str(n.get('id'))[:12])}) {role},"
+        f" {data(','.join(n.get('flags') or []))}, link {data(n.get('linkState'))},"
+        f" {served} slots"
     )
 
 
 def _node_stats(n: dict[str, Any]) -> str:
-    link = f", link {n['masterLinkStatus']}" if n.get("masterLinkStatus") else ""
-    error = f", error: {n['error']}" if n.get("error") else ""
+    link = f", link {data(n['masterLinkStatus'])}" if n.get("masterLinkStatus") else ""
+    error = f", error: {data(n['error'])}" if n.get("error") else ""
     return (
-        f"{n.get('address')} {n.get('role')} {n.get('status')}: {n.get('slots')} slots,"
-        f" used {mb(n.get('usedMemory'))}, {number(n.get('opsPerSec'), 'ops/s')},"
-        f" {n.get('connectedClients')} clients{link}, polled {iso(n.get('polledAt'))}{error}"
+        f"{data(n.get('address'))} {data(n.get('role'))} {n.get('status')}:"
+        f" {number(n.get('slots'))} slots, used {mb(n.get('usedMemory'))},"
+        f" {number(n.get('opsPerSec'), 'ops/s')}, {number(n.get('connectedClients'))} clients"
+        f"{link}, polled {iso(n.get('polledAt'))}{error}"
     )
 
 
@@ -66,9 +69,10 @@ async def cluster_slot_stats(api: ApiCaller, params: SlotParams) -> str:
         slot, stats = row
         # A metric the server does not report is null: left out rather than shown as 0.
         said = [
-            f"{stats[name]} {unit}" for name, unit in _SLOT_METRICS if stats.get(name) is not None
+            number(stats[name], unit) for name, unit in _SLOT_METRICS if stats.get(name) is not None
         ]
-        return f"slot {slot}: {', '.join(said) or 'no metric reported'}"
+        shown = slot if slot.isdigit() else data(slot)
+        return f"slot {shown}: {', '.join(said) or 'no metric reported'}"
 
     return listing(f"Slots by {params.order_by}", rows, line, limit=params.limit)
 
@@ -81,9 +85,10 @@ async def cluster_slowlog(api: ApiCaller, params: Limited) -> str:
     )
 
     def line(e: dict[str, Any]) -> str:
+        who = e.get("clientName") or e.get("clientAddress")
         return (
-            f"{iso(e.get('timestamp'))} {e.get('node')} {e.get('duration')} us"
-            f" {args_line(e.get('command'))} from {e.get('clientName') or e.get('clientAddress')}"
+            f"{iso(e.get('timestamp'))} {data(e.get('node'))} {number(e.get('duration'))} us"
+            f" {command_line(e.get('command'))} from {data(who, missing='?')}"
         )
 
     return listing("Slow log of every node, newest first (microseconds)", entries, line)

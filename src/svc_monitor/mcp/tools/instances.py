@@ -3,8 +3,9 @@
 from typing import Any
 
 from svc_monitor.mcp.api_caller import ApiCaller, ToolRefused
-from svc_monitor.mcp.output import iso, listing, mb, number
+from svc_monitor.mcp.output import figure, iso, listing, mb, number
 from svc_monitor.mcp.tools.spec import Scoped, ToolSpec
+from svc_monitor.mcp.untrusted import data
 
 
 def _connection_line(entry: dict[str, Any]) -> str:
@@ -41,7 +42,7 @@ async def health(api: ApiCaller, params: Scoped) -> str:
         f"engine: {_engine(engine)}, checked {iso(engine.get('checkedAt'))}",
     ]
     if engine.get("error"):
-        lines.append(f"error: {engine['error']}")
+        lines.append(f"error: {data(engine['error'])}")
     try:
         role = await api.get("/api/metrics/role", connection=entry["id"])
     except ToolRefused as exc:  # down, or pushed (no live reads): the status above says which
@@ -52,25 +53,35 @@ async def health(api: ApiCaller, params: Scoped) -> str:
 
 
 def _engine(engine: dict[str, Any]) -> str:
-    """ "valkey 9.1.2", or "unknown" before the instance was ever reached."""
-    named = " ".join(str(engine[k]) for k in ("type", "version") if engine.get(k))
-    return named or "unknown"
+    """ "valkey «9.1.2»" (the version is the server's own text), or "unknown" before the
+    instance was ever reached."""
+    named = [str(engine["type"])] if engine.get("type") else []
+    if engine.get("version"):
+        named.append(data(engine["version"]))
+    return " ".join(named) or "unknown"
 
 
 def _role_line(role: dict[str, Any]) -> str:
     if role.get("role") in ("master", "primary"):
         replicas = role.get("replicas") or []
         return f"role: primary with {len(replicas)} replica(s)" + "".join(
-            f"; {r.get('host', r.get('ip'))}:{r.get('port')} offset {r.get('offset')}"
+            f"; {_address(r.get('host', r.get('ip')), r.get('port'))}"
+            f" offset {number(r.get('offset'))}"
             for r in replicas[:10]
         )
     if role.get("role") in ("slave", "replica"):
         link = {"connected": "up"}.get(str(role.get("masterLinkState")), "down")
         return (
-            f"role: replica of {role.get('masterHost')}:{role.get('masterPort')}, link {link}"
-            f" ({role.get('masterLinkState')}), offset {role.get('replicationOffset')}"
+            f"role: replica of {_address(role.get('masterHost'), role.get('masterPort'))},"
+            f" link {link} ({data(role.get('masterLinkState'))}),"
+            f" offset {number(role.get('replicationOffset'))}"
         )
-    return f"role: {role.get('role')}"
+    return f"role: {data(role.get('role'))}"
+
+
+def _address(host: Any, port: Any) -> str:
+    """An address the server reported (ROLE), as one value."""
+    return data(f"{host}:{port}")
 
 
 async def info_summary(api: ApiCaller, params: Scoped) -> str:
@@ -79,33 +90,44 @@ async def info_summary(api: ApiCaller, params: Scoped) -> str:
     server, clients = sections.get("server", {}), sections.get("clients", {})
     memory, stats = sections.get("memory", {}), sections.get("stats", {})
     replication, keyspace = sections.get("replication", {}), sections.get("keyspace", {})
-    used, limit = memory.get("used_memory"), memory.get("maxmemory")
+    # A field that is not a number (a server can send `98.81%` or `inf`) is unknown.
+    used, limit = figure(memory.get("used_memory")), figure(memory.get("maxmemory"))
     ratio = f" ({used / limit:.0%} of maxmemory {mb(limit)})" if used and limit else ""
-    hits, misses = stats.get("keyspace_hits", 0), stats.get("keyspace_misses", 0)
-    hit_ratio = f"{hits / (hits + misses):.1%}" if hits + misses else "no reads yet"
+    hits, misses = figure(stats.get("keyspace_hits")), figure(stats.get("keyspace_misses"))
+    hit_ratio = (
+        "unknown"
+        if hits is None or misses is None
+        else f"{hits / (hits + misses):.1%}"
+        if hits + misses > 0
+        else "no reads yet"
+    )
     version = server.get("valkey_version") or server.get("redis_version")
+    # Redis's INFO has no server_name; Valkey's says valkey.
+    name = data(server["server_name"]) if server.get("server_name") else "redis"
     lines = [
-        f"engine: {server.get('server_name', 'redis')} {version}, mode {server.get('server_mode')},"
+        f"engine: {name} {data(version)},"
+        f" mode {data(server.get('server_mode'))},"
         f" up {number(server.get('uptime_in_seconds'), 's')}",
-        f"role: {replication.get('role')},"
-        f" connected replicas {replication.get('connected_slaves', 0)}",
-        f"memory: used {mb(used)}{ratio}, RSS {mb(memory.get('used_memory_rss'))},"
-        f" fragmentation {memory.get('mem_fragmentation_ratio')},"
-        f" policy {memory.get('maxmemory_policy')}",
-        f"clients: {clients.get('connected_clients')} connected,"
-        f" {clients.get('blocked_clients')} blocked",
+        f"role: {data(replication.get('role'))},"
+        f" connected replicas {number(replication.get('connected_slaves', 0))}",
+        f"memory: used {mb(used)}{ratio}, RSS {mb(figure(memory.get('used_memory_rss')))},"
+        f" fragmentation {number(memory.get('mem_fragmentation_ratio'))},"
+        f" policy {data(memory.get('maxmemory_policy'))}",
+        f"clients: {number(clients.get('connected_clients'))} connected,"
+        f" {number(clients.get('blocked_clients'))} blocked",
         f"throughput: {number(stats.get('instantaneous_ops_per_sec'), 'ops/s')},"
-        f" hit ratio {hit_ratio}, evicted {stats.get('evicted_keys')},"
-        f" expired {stats.get('expired_keys')}",
-        "keyspace: " + (", ".join(f"{db} {_keys(v)}" for db, v in keyspace.items()) or "empty"),
+        f" hit ratio {hit_ratio}, evicted {number(stats.get('evicted_keys'))},"
+        f" expired {number(stats.get('expired_keys'))}",
+        "keyspace: "
+        + (", ".join(f"{data(db)} {_keys(v)}" for db, v in keyspace.items()) or "empty"),
     ]
     return "\n".join(lines)
 
 
 def _keys(value: Any) -> str:
     if isinstance(value, dict):
-        return f"{value.get('keys')} keys ({value.get('expires')} with TTL)"
-    return str(value)
+        return f"{number(value.get('keys'))} keys ({number(value.get('expires'))} with TTL)"
+    return data(value)
 
 
 TOOLS = [

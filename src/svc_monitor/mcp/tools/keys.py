@@ -3,8 +3,9 @@
 from typing import Any
 
 from svc_monitor.mcp.api_caller import ApiCaller
-from svc_monitor.mcp.output import iso, listing, mb
+from svc_monitor.mcp.output import iso, listing, mb, number
 from svc_monitor.mcp.tools.spec import Limited, ToolSpec
+from svc_monitor.mcp.untrusted import data
 
 
 async def key_patterns(api: ApiCaller, params: Limited) -> str:
@@ -18,7 +19,8 @@ async def key_patterns(api: ApiCaller, params: Limited) -> str:
     def line(p: dict[str, Any]) -> str:
         ttl = p.get("ttlShare") or 0
         return (
-            f"{p.get('pattern')}: ~{p.get('keyCount')} keys, ~{mb(p.get('totalMemoryBytes'))},"
+            f"{data(p.get('pattern'))}: ~{p.get('keyCount')} keys,"
+            f" ~{mb(p.get('totalMemoryBytes'))},"
             f" avg {p.get('avgMemoryBytes')} bytes, max {p.get('maxMemoryBytes')} bytes,"
             f" {ttl:.0%} with TTL, sampled {iso(p.get('timestamp'))}"
         )
@@ -28,10 +30,10 @@ async def key_patterns(api: ApiCaller, params: Limited) -> str:
 
 def _key(k: dict[str, Any]) -> str:
     ttl = "no expiry" if k.get("ttlMs") is None else f"TTL {k['ttlMs'] / 1000:.0f} s"
-    freq = f", LFU freq {k['freq']}" if k.get("freq") is not None else ""
+    freq = f", LFU freq {number(k['freq'])}" if k.get("freq") is not None else ""
     return (
-        f"{k.get('key')} ({k.get('type')}): {k.get('memoryBytes')} bytes,"
-        f" {k.get('cardinality')} elements, {ttl}{freq}"
+        f"{data(k.get('key'))} ({data(k.get('type'))}): {number(k.get('memoryBytes'))} bytes,"
+        f" {number(k.get('cardinality'))} elements, {ttl}{freq}"
     )
 
 

@@ -5,8 +5,9 @@ from typing import Any
 from pydantic import Field
 
 from svc_monitor.mcp.api_caller import ApiCaller
-from svc_monitor.mcp.output import cap, iso, listing
+from svc_monitor.mcp.output import REPORT_CHARS, iso, listing, number
 from svc_monitor.mcp.tools.spec import Limited, Scoped, ToolSpec
+from svc_monitor.mcp.untrusted import block, data
 
 
 class EventParams(Limited):
@@ -23,8 +24,8 @@ async def latency_latest(api: ApiCaller, params: Scoped) -> str:
 
     def line(event: dict[str, Any]) -> str:
         return (
-            f"{event.get('eventName')}: latest {event.get('latestMs')} ms at"
-            f" {iso(event.get('timestamp'))}, max {event.get('maxMs')} ms"
+            f"{data(event.get('eventName'))}: latest {number(event.get('latestMs'))} ms at"
+            f" {iso(event.get('timestamp'))}, max {number(event.get('maxMs'))} ms"
         )
 
     return listing("Latency events (LATENCY LATEST)", events, line, empty="no spikes recorded")
@@ -37,7 +38,7 @@ async def latency_history(api: ApiCaller, params: EventParams) -> str:
     newest = list(reversed(points))
 
     def line(point: dict[str, Any]) -> str:
-        return f"{iso(point.get('timestamp'))}: {point.get('latencyMs')} ms"
+        return f"{iso(point.get('timestamp'))}: {number(point.get('latencyMs'))} ms"
 
     return listing(
         f"Latency history of {params.event}, newest first", newest, line, limit=params.limit
@@ -46,7 +47,7 @@ async def latency_history(api: ApiCaller, params: EventParams) -> str:
 
 async def latency_doctor(api: ApiCaller, params: Scoped) -> str:
     report = await api.get("/api/metrics/latency/doctor", connection=params.connection)
-    return cap(f"LATENCY DOCTOR:\n{report.get('report', '').strip()}")
+    return f"LATENCY DOCTOR:\n{block(report.get('report'), limit=REPORT_CHARS)}"
 
 
 TOOLS = [

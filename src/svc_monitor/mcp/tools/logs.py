@@ -5,8 +5,9 @@ from typing import Any, Literal
 from pydantic import Field
 
 from svc_monitor.mcp.api_caller import ApiCaller
-from svc_monitor.mcp.output import args_line, iso, listing
+from svc_monitor.mcp.output import iso, listing, number
 from svc_monitor.mcp.tools.spec import Limited, ToolSpec
+from svc_monitor.mcp.untrusted import command_line, data
 
 LogType = Literal["slow", "large-request", "large-reply"]
 
@@ -19,16 +20,17 @@ class CommandLogParams(Limited):
 
 
 def _entry(entry: dict[str, Any]) -> str:
-    who = entry.get("clientName") or entry.get("clientAddress") or "?"
+    who = entry.get("clientName") or entry.get("clientAddress")
     return (
-        f"{iso(entry.get('startedAt'))} {entry.get('duration')} us {entry.get('command')}"
-        f" ({args_line(entry.get('args'))}) from {who}"
+        f"{iso(entry.get('startedAt'))} {number(entry.get('duration'))} us"
+        f" {data(entry.get('command'))} ({command_line(entry.get('args'))})"
+        f" from {data(who, missing='?')}"
     )
 
 
 def _pattern(pattern: dict[str, Any]) -> str:
     return (
-        f"{pattern.get('pattern')}: {pattern.get('count')} entries"
+        f"{data(pattern.get('pattern'))}: {pattern.get('count')} entries"
         f" ({pattern.get('percentage')}%), avg {pattern.get('avgDuration')} us,"
         f" max {pattern.get('maxDuration')} us"
     )

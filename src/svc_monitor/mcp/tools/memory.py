@@ -3,8 +3,9 @@
 from typing import Any
 
 from svc_monitor.mcp.api_caller import ApiCaller
-from svc_monitor.mcp.output import cap, iso, listing, mb, number
+from svc_monitor.mcp.output import REPORT_CHARS, figure, iso, listing, mb, number
 from svc_monitor.mcp.tools.spec import Limited, Scoped, ToolSpec
+from svc_monitor.mcp.untrusted import block
 
 
 async def memory_stats(api: ApiCaller, params: Scoped) -> str:
@@ -14,13 +15,14 @@ async def memory_stats(api: ApiCaller, params: Scoped) -> str:
         f" {_pct(stats.get('peak.percentage'))} of peak)",
         f"dataset {mb(stats.get('dataset.bytes'))} ({_pct(stats.get('dataset.percentage'))}"
         f" of net memory), overhead {mb(stats.get('overhead.total'))}",
-        f"keys {stats.get('keys.count')}, {stats.get('keys.bytes-per-key')} bytes per key",
+        f"keys {number(stats.get('keys.count'))},"
+        f" {number(stats.get('keys.bytes-per-key'))} bytes per key",
         f"clients {mb(stats.get('clients.normal'))}, replicas' buffers"
         f" {mb(stats.get('clients.slaves'))}, replication backlog"
         f" {mb(stats.get('replication.backlog'))}, AOF buffer {mb(stats.get('aof.buffer'))}",
         f"fragmentation {number(stats.get('fragmentation'))}"
         f" ({mb(stats.get('fragmentation.bytes'))}),"
-        f" allocator fragmentation {stats.get('allocator-fragmentation.ratio')}",
+        f" allocator fragmentation {number(stats.get('allocator-fragmentation.ratio'))}",
     ]
     return "\n".join(lines)
 
@@ -31,7 +33,7 @@ def _pct(value: Any) -> str:
 
 async def memory_doctor(api: ApiCaller, params: Scoped) -> str:
     report = await api.get("/api/metrics/memory/doctor", connection=params.connection)
-    return cap(f"MEMORY DOCTOR:\n{report.get('report', '').strip()}")
+    return f"MEMORY DOCTOR:\n{block(report.get('report'), limit=REPORT_CHARS)}"
 
 
 async def memory_history(api: ApiCaller, params: Limited) -> str:
@@ -42,11 +44,12 @@ async def memory_history(api: ApiCaller, params: Limited) -> str:
     )
 
     def line(s: dict[str, Any]) -> str:
-        limit = s.get("maxmemory") or 0
-        ratio = f" ({s['usedMemory'] / limit:.0%} of {mb(limit)})" if limit else ""
+        used, limit = figure(s.get("usedMemory")), figure(s.get("maxmemory"))
+        ratio = f" ({used / limit:.0%} of {mb(limit)})" if used is not None and limit else ""
         return (
-            f"{iso(s.get('capturedAt'))}: used {mb(s.get('usedMemory'))}{ratio},"
-            f" RSS {mb(s.get('usedMemoryRss'))}, fragmentation {s.get('memFragmentationRatio')}"
+            f"{iso(s.get('capturedAt'))}: used {mb(used)}{ratio},"
+            f" RSS {mb(s.get('usedMemoryRss'))},"
+            f" fragmentation {number(s.get('memFragmentationRatio'))}"
         )
 
     return listing("Memory snapshots", snapshots, line, limit=params.limit)

@@ -7,6 +7,7 @@ from pydantic import Field
 from svc_monitor.mcp.api_caller import ApiCaller
 from svc_monitor.mcp.output import iso, listing
 from svc_monitor.mcp.tools.spec import Limited, ToolSpec
+from svc_monitor.mcp.untrusted import data
 
 
 class TraceParams(Limited):
@@ -27,9 +28,9 @@ async def traces(api: ApiCaller, params: TraceParams) -> str:
     def line(t: dict[str, Any]) -> str:
         error = ", error" if t.get("hasError") else ""
         return (
-            f"{iso(t.get('startTimeMs'))} {t.get('serviceName') or '?'} {t.get('rootName')}:"
-            f" {t.get('durationMs')} ms, {t.get('spanCount')} spans{error}"
-            f" (trace {t.get('traceId')})"
+            f"{iso(t.get('startTimeMs'))} {data(t.get('serviceName') or None, missing='?')}"
+            f" {data(t.get('rootName'))}: {t.get('durationMs')} ms, {t.get('spanCount')} spans"
+            f"{error} (trace {data(t.get('traceId'), limit=64)})"
         )
 
     return listing("Traces, newest first", found.get("traces", []), line, limit=params.limit)
