@@ -22,6 +22,7 @@ from types import ModuleType
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from svc_monitor import __version__
 from svc_monitor.api.error_responses import error_body, install_error_handlers
@@ -54,6 +55,7 @@ logger = logging.getLogger(__name__)
 OPENAPI_URL = "/api/openapi.json"
 API_CATCH_ALL = "/api/{path:path}"
 UI_CATCH_ALL = "/{path:path}"
+UI_PREFIX = "/ui/"  # the UI's htmx requests and form posts; its pages are at the root
 _CANARY_KEY = "encryption_canary"
 WEBHOOKS_TAG = f"""Signed POSTs to your URLs when monitoring events happen.
 
@@ -175,6 +177,8 @@ def create_app(
     app.state.feature_tasks = []
     app.state.heap_freezer = None
     app.state.ui_installed = False
+    if ui_on_demand:
+        app.add_middleware(UiOnDemand)  # innermost: it only adds routes before routing
     install_access(app)
     install_error_handlers(app)  # last: its ErrorPolicy is the outermost middleware
     app.add_exception_handler(PageRefused, _page_refused)
@@ -227,9 +231,13 @@ async def _starting(request: Request) -> JSONResponse:
 async def _ui_catch_all(request: Request) -> Response:
     """Every page no route claims: a self-reloading page while the features load; the
     first view after that loads the UI and asks again; then an HTML 404. Any other
-    method on a path no route has is a JSON 404 (not a 405 that offers GET)."""
+    method on a path no route has is a JSON 404 (not a 405 that offers GET), or a 503
+    with Retry-After while the features load (a form posted to a replica just started)."""
     app: FastAPI = request.app
     if request.method != "GET":
+        if app.state.features is None:
+            body = error_body(503, "svc-monitor is still starting; retry in a moment")
+            return JSONResponse(body, 503, headers={"Retry-After": "1"})
         return JSONResponse(error_body(404, "Not Found"), 404)
     if app.state.features is None:
         return plain_page(starting=True)
@@ -297,6 +305,27 @@ async def _install_features(
         # (20-45 ms, bench/poll_fanout.py); every 50,000 it is about 3 ms, for the same CPU
         # and ~3 MB more held between collections.
         gc.set_threshold(50_000, 20, 20)
+
+
+class UiOnDemand:
+    """With the UI loaded on demand (the command line), a request under /ui/ loads it
+    before routing, whatever its method: those are the pages' htmx requests and form
+    posts, and behind a load balancer the first request a restarted replica gets may be
+    one, sent from a page another replica served. (A page view is the catch-all's: it
+    loads the UI and asks again.)"""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            app: FastAPI = scope["app"]
+            if not app.state.ui_installed and app.state.features is not None:
+                path: str = scope["path"]
+                root: str = scope.get("root_path", "")
+                if path.removeprefix(root).startswith(UI_PREFIX):
+                    _install_ui(app)
+        await self.app(scope, receive, send)
 
 
 def _install_ui(app: FastAPI) -> None:

@@ -249,6 +249,44 @@ class TestLiveClients:
         assert "type" in bad_type.json()["fields"]
 
 
+class TestClientById:
+    @pytest.mark.parametrize("engine", ["valkey_server", "redis7_server"])
+    @pytest.mark.parametrize("client_id", [0, 999_999_999, 2**63 - 1])
+    async def test_an_id_no_client_has_is_the_same_404_on_every_engine(
+        self,
+        memory_app_factory: AppFactory,
+        request: pytest.FixtureRequest,
+        engine: str,
+        client_id: int,
+    ):
+        """Valkey refuses CLIENT LIST ID 0 with an error where Redis lists nothing: the
+        route answers 404 naming the id on both, never a 503 blaming the instance."""
+        server: RunningServer = request.getfixturevalue(engine)
+        async with memory_app_factory(DB_HOST=server.host, DB_PORT=server.port) as app:
+            answer = await app.client.get(f"/api/metrics/clients/{client_id}")
+            health = (await app.client.get("/api/health")).json()
+        assert answer.status_code == 404, answer.text
+        body = answer.json()
+        assert body["message"] == f"Client {client_id} is not connected"
+        assert body["fields"] == ["id"]
+        assert health["database"]["status"] == "connected"
+
+    @pytest.mark.parametrize("engine", ["valkey_server", "redis7_server"])
+    @pytest.mark.parametrize("client_id", ["-1", str(2**63), "abc"])
+    async def test_an_id_no_engine_could_give_is_the_same_422_on_every_engine(
+        self,
+        memory_app_factory: AppFactory,
+        request: pytest.FixtureRequest,
+        engine: str,
+        client_id: str,
+    ):
+        server: RunningServer = request.getfixturevalue(engine)
+        async with memory_app_factory(DB_HOST=server.host, DB_PORT=server.port) as app:
+            answer = await app.client.get(f"/api/metrics/clients/{client_id}")
+        assert answer.status_code == 422, answer.text
+        assert answer.json()["fields"] == ["id"]
+
+
 class TestBadInput:
     @pytest.mark.parametrize(
         ("path", "field"),

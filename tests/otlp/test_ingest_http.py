@@ -325,6 +325,88 @@ class TestContentEncoding:
             assert fields == {}
 
 
+def zstd(data: bytes) -> bytes:
+    return zstandard.ZstdCompressor().compress(data)
+
+
+# Each coding's header alone: what is left of a body cut right after it.
+_HEADER_SIZE: dict[str, Callable[[bytes], int]] = {
+    "gzip": lambda _: 10,
+    "zstd": zstandard.frame_header_size,
+}
+_COMPRESS: dict[str, Callable[[bytes], bytes]] = {"gzip": gzip.compress, "zstd": zstd}
+
+
+class TestIncompleteBodies:
+    """gzip and zstd answer alike: a body must be exactly one complete member or frame.
+    A cut body or bytes after it is a 400 naming what is wrong, in the request's
+    encoding; two in a row are refused the same way (the gzip path never read a second
+    member), so a sender never gets a 200 for points that were dropped."""
+
+    @staticmethod
+    def body(coding: str, content_type: str, used: int) -> bytes:
+        if content_type == JSON:
+            plain = json.dumps(pushed_json([{"asInt": str(used)}])).encode()
+        else:
+            plain = pushed({"memory.used": used}).SerializeToString()
+        return _COMPRESS[coding](plain)
+
+    async def refused(
+        self, receiver: Receiver, body: bytes, *, coding: str, content_type: str
+    ) -> str:
+        answer = await receiver.post(
+            body, content_type=content_type, headers={"content-encoding": coding}
+        )
+        assert answer.status_code == 400, answer.text
+        assert answer.headers["content-type"] == content_type
+        status = status_of(answer)
+        assert status.code == 3  # INVALID_ARGUMENT
+        assert await receiver.pushed_fields() == {}
+        message: str = status.message
+        return message
+
+    @pytest.mark.parametrize("content_type", [PROTOBUF, JSON])
+    @pytest.mark.parametrize("coding", ["gzip", "zstd"])
+    async def test_a_body_cut_to_its_header_is_400_truncated(
+        self, receiver: Receiver, coding: str, content_type: str
+    ):
+        whole = self.body(coding, content_type, 1012)
+        cut = whole[: _HEADER_SIZE[coding](whole)]
+        message = await self.refused(receiver, cut, coding=coding, content_type=content_type)
+        assert "truncated" in message
+
+    @pytest.mark.parametrize("content_type", [PROTOBUF, JSON])
+    @pytest.mark.parametrize("coding", ["gzip", "zstd"])
+    async def test_junk_after_the_body_is_400_naming_the_extra_bytes(
+        self, receiver: Receiver, coding: str, content_type: str
+    ):
+        body = self.body(coding, content_type, 1013) + b"junk"
+        message = await self.refused(receiver, body, coding=coding, content_type=content_type)
+        assert "Unexpected bytes after" in message
+
+    @pytest.mark.parametrize("content_type", [PROTOBUF, JSON])
+    @pytest.mark.parametrize("coding", ["gzip", "zstd"])
+    async def test_two_members_or_frames_in_a_row_are_400_like_junk(
+        self, receiver: Receiver, coding: str, content_type: str
+    ):
+        body = self.body(coding, content_type, 1014) + self.body(coding, content_type, 1015)
+        message = await self.refused(receiver, body, coding=coding, content_type=content_type)
+        assert "Unexpected bytes after" in message
+
+    async def test_an_empty_zstd_body_is_400_like_an_empty_gzip_one(self, receiver: Receiver):
+        for coding in ("gzip", "zstd"):
+            message = await self.refused(receiver, b"", coding=coding, content_type=PROTOBUF)
+            assert "truncated" in message
+
+    async def test_a_zstd_bomb_behind_a_small_first_frame_is_refused(self, receiver: Receiver):
+        """The size bound still holds: the second frame is never decompressed."""
+        small = zstd(pushed({"memory.used": 1016}).SerializeToString())
+        bomb = zstd(b"\0" * (64 * 1024 * 1024))
+        answer = await receiver.post(small + bomb, headers={"content-encoding": "zstd"})
+        assert answer.status_code == 400
+        assert await receiver.pushed_fields() == {}
+
+
 class TestContentType:
     @pytest.mark.parametrize("content_type", ["text/plain", "multipart/form-data", None])
     async def test_a_body_that_is_neither_protobuf_nor_json_is_415(

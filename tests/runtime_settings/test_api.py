@@ -50,6 +50,30 @@ class TestRuntimeSettings:
         current = (await api.client.get("/api/settings")).json()["settings"]
         assert current["auditPollIntervalMs"] == 7000
 
+    @pytest.mark.parametrize("field", list(DEFAULTS))
+    @pytest.mark.parametrize(
+        "value",
+        [
+            pytest.param(True, id="true"),
+            pytest.param(False, id="false"),
+            pytest.param("7", id="numeric-string"),
+            pytest.param(7.0, id="whole-float"),
+        ],
+    )
+    async def test_only_a_json_integer_is_taken_for_an_integer_setting(
+        self, api: RunningApp, field: str, value: object
+    ):
+        """`retentionDays: true` was read as 1 day (the next sweep deleting all history
+        older), and "7" or 7.0 as 7, where the docs say only an integer is taken."""
+        await api.client.put("/api/settings", json={field: 9000})
+        response = await api.client.put("/api/settings", json={field: value})
+        assert response.status_code == 422, response.text
+        body = response.json()
+        assert field in body["fields"]
+        assert field in body["message"]
+        assert "integer" in body["message"]
+        assert (await api.client.get("/api/settings")).json()["settings"][field] == 9000
+
     async def test_reset_returns_to_environment_defaults(self, api: RunningApp):
         await api.client.put("/api/settings", json={"anomalyCacheTtlMs": 10})
         response = await api.client.post("/api/settings/reset")

@@ -13,7 +13,7 @@ import subprocess
 import tempfile
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ import pytest
 from tests.fixtures.app import make_settings, running_app, target_of
 from tests.fixtures.private_postgres import PrivatePostgres
 from tests.fixtures.replica_processes import eventually
-from tests.fixtures.servers import RunningServer
+from tests.fixtures.servers import RunningServer, ServerFactory
 
 HEALTH_P99_S = 0.25
 RECOVERY_S = 2.0  # two INFO intervals at the defaults
@@ -129,6 +129,79 @@ async def test_postgres_killed_and_restarted_under_writes(
     assert all(r.headers.get("retry-after") for r in writer.refusals)
     assert set(writer.acknowledged) <= listed  # nothing acknowledged was lost
     assert tracebacks(caplog) == []
+
+
+async def test_health_keeps_telling_the_watched_servers_state_while_postgres_is_down(
+    private_postgres: PrivatePostgres,
+    valkey_server: RunningServer,
+    fresh: Callable[..., RunningServer],
+    server_factory: ServerFactory,
+) -> None:
+    """Storage down is storage's fault alone: the default server, which still answers
+    PING, stays connected, within the health budget; a second one stopped during the
+    outage is reported down with its own error."""
+    other = fresh("valkey")
+    settings = make_settings(
+        **target_of(valkey_server), STORAGE_TYPE="postgres", STORAGE_URL=private_postgres.url
+    )
+    async with running_app(settings) as app:
+        added = await app.client.post(
+            "/api/connections", json={"name": "other", "host": other.host, "port": other.port}
+        )
+        assert added.status_code == 201, added.text
+        other_id = added.json()["id"]
+        never_asked = await app.client.post(
+            "/api/connections",
+            json={"name": "never asked", "host": valkey_server.host, "port": valkey_server.port},
+        )
+        assert never_asked.status_code == 201, never_asked.text
+        for headers in ({}, {"X-Connection-Id": other_id}):
+            health = await app.client.get("/api/health", headers=headers)
+            assert health.json()["database"]["status"] == "connected", health.text
+        private_postgres.kill()
+        try:
+            times = []
+            for _ in range(10):
+                started = time.perf_counter()
+                health = await app.client.get("/api/health")
+                times.append(time.perf_counter() - started)
+                assert health.status_code == 503, health.text
+                body = health.json()
+                assert body["status"] == "error"
+                assert body["storage"]["status"] == "error"
+                database = body["database"]
+                assert database["status"] == "connected", body
+                assert (database["connectionId"], database["type"]) == ("env-default", "valkey")
+                assert (database["host"], database["port"]) == (
+                    valkey_server.host,
+                    valkey_server.port,
+                )
+            assert sorted(times)[-2] < HEALTH_P99_S, times
+            # Which server a connection this process never looked up names is in storage:
+            # not known, rather than said to be down.
+            unknown = await app.client.get(
+                "/api/health", headers={"X-Connection-Id": never_asked.json()["id"]}
+            )
+            assert unknown.status_code == 503
+            assert unknown.json()["database"]["status"] == "unknown", unknown.text
+            assert "storage" in unknown.json()["database"]["error"]
+            await asyncio.to_thread(server_factory.stop, other)
+
+            async def other_down() -> dict[str, Any]:
+                health = await app.client.get("/api/health", headers={"X-Connection-Id": other_id})
+                assert health.status_code == 503, health.text
+                database: dict[str, Any] = health.json()["database"]
+                assert database["status"] == "disconnected", database
+                return database
+
+            database = await eventually(other_down, timeout_s=5)
+            assert database["connectionId"] == other_id
+            assert "storage" not in (database["error"] or "")
+        finally:
+            await asyncio.to_thread(private_postgres.start)
+    with warnings.catch_warnings():  # the killed server's pooled sockets, as above
+        warnings.simplefilter("ignore", ResourceWarning)
+        gc.collect()
 
 
 @contextlib.contextmanager

@@ -113,6 +113,25 @@ class TestSettingsPage:
             assert "History retention" in refused.text
             assert (await api_settings(app))["settings"]["retentionDays"] is None
 
+    async def test_every_whole_number_typed_is_saved_though_the_api_takes_only_integers(
+        self, api: RunningApp
+    ):
+        """A form sends text; the API refuses "7" for an integer, so the page converts
+        what was typed before it validates, and what it stores are integers."""
+        before = (await api_settings(api))["settings"]
+        typed = {name: f" {index + 11} " for index, name in enumerate(before)}
+        response = await api.client.post("/ui/settings", data=typed, headers=FROM_PAGE)
+        assert response.status_code == 200
+        assert 'data-state="saved"' in response.text
+        after = (await api_settings(api))["settings"]
+        assert after == {name: index + 11 for index, name in enumerate(before)}
+        refused = await api.client.post(
+            "/ui/settings", data=form_of(after, retentionDays="7.0"), headers=FROM_PAGE
+        )
+        assert 'data-field-error="retentionDays"' in refused.text
+        assert "History retention: input should be a valid integer" in refused.text
+        assert (await api_settings(api))["settings"] == after
+
     async def test_a_bad_value_names_the_field_and_stores_nothing(self, api: RunningApp):
         before = await api_settings(api)
         for bad in ("-5", "soon", ""):

@@ -92,6 +92,70 @@ class TestUiOnDemand:
             assert "Slow log" in again.text
             assert (await client.get("/no-such-page")).status_code == 404
 
+    async def test_a_form_posted_to_a_restarted_replica_is_its_first_request(
+        self, valkey_server: RunningServer, tmp_path: Path
+    ):
+        """Behind a load balancer a page served by one replica posts its form to another
+        that has just started: that first request, a signed-in htmx POST, loads the UI
+        and is answered, not a 404."""
+        settings = make_settings(
+            **target_of(valkey_server),
+            WORKSPACE_DISABLED=False,
+            AUTH_SECRET="a-shared-session-secret-of-32-chars!",
+            STORAGE_TYPE="sqlite",
+            STORAGE_SQLITE_FILEPATH=tmp_path / "svc.db",
+        )
+        async with running_app(settings) as before:
+            registered = await before.client.post(
+                "/api/auth/register",
+                json={"email": "o@example.com", "name": "Olive", "password": "correct horse b"},
+                headers={"Origin": "http://svc.test"},
+            )
+            assert registered.status_code == 201, registered.text
+            session = dict(before.client.cookies)
+            interval = (await before.client.get("/api/settings")).json()["settings"]
+        assert session
+        restarted = create_app(settings, ui_on_demand=True)
+        transport = httpx.ASGITransport(app=restarted)
+        async with (
+            restarted.router.lifespan_context(restarted),
+            httpx.AsyncClient(
+                transport=transport,
+                base_url="http://svc.test",
+                cookies=session,
+                headers={"Origin": "http://svc.test"},  # what a browser on our page sends
+            ) as browser,
+        ):
+            assert not restarted.state.ui_installed
+            form = {name: str(value or "") for name, value in interval.items()}
+            form["auditPollIntervalMs"] = "4321"
+            first = await browser.post(
+                "/ui/settings", data=form, headers={**FORM, "Sec-Fetch-Site": "same-origin"}
+            )
+            assert first.status_code == 200, first.text
+            assert 'data-state="saved"' in first.text
+            saved = (await browser.get("/api/settings")).json()["settings"]
+            assert saved["auditPollIntervalMs"] == 4321
+            # The guard still holds on that first request's route: no htmx header, no change.
+            plain = await browser.post("/ui/settings", data={**form, "auditPollIntervalMs": "5"})
+            assert plain.status_code == 403
+
+    async def test_a_form_posted_before_the_features_load_is_503_with_retry_after(
+        self, valkey_server: RunningServer
+    ):
+        app = create_app(
+            make_settings(**target_of(valkey_server)),
+            ui_on_demand=True,
+            features_in_background=True,
+        )
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://svc.test") as client:
+            # No lifespan yet: the features are not loaded, as in a process just started.
+            early = await client.post("/ui/settings", data={}, headers=FORM)
+        assert early.status_code == 503, early.text
+        assert early.headers["retry-after"] == "1"
+        assert "starting" in early.json()["message"]
+
 
 class TestChoosingAConnection:
     async def test_choosing_sets_the_cookie_every_page_reads(

@@ -295,10 +295,15 @@ class ClientAnalyticsService:
         return [reports.live_client(c) for c in clients if include_monitor or not is_monitor(c)]
 
     async def live_client(self, client: EngineClient, client_id: int) -> LiveClient:
-        reply = await _engine(client, "CLIENT", "LIST", "ID", client_id)
-        found = parse_client_list(reply)
+        missing = NotFound(f"Client {client_id} is not connected", field="id")
+        # Client ids start at 1 on every engine, so 0 names no client. Redis 7.0 answers an
+        # empty list for it, Valkey 9.1 an error ("client-id should be greater than 0"),
+        # which would read as the instance failing; both answer the same 404 instead.
+        if client_id < 1:
+            raise missing
+        found = parse_client_list(await _engine(client, "CLIENT", "LIST", "ID", client_id))
         if not found:
-            raise NotFound(f"Client {client_id} is not connected", field="id")
+            raise missing
         return reports.live_client(found[0])
 
     async def kill(

@@ -121,6 +121,33 @@ class ConnectionService:
             if not await self._store.list():
                 await self._store.insert(self._from_environment())
             await self._meta.put(_SEEDED_KEY, "1")
+        else:
+            await self._say_if_the_environment_moved()
+
+    async def _say_if_the_environment_moved(self) -> None:
+        """DB_HOST and DB_PORT create the default connection on the first start only; one
+        line at each later start when those given differ from it, since otherwise the
+        changed variables are ignored without a word."""
+        s = self._settings
+        given = {"DB_HOST", "DB_PORT"} & s.model_fields_set
+        stored = await self._store.get(ENV_DEFAULT_ID) if given else None
+        if stored is None:
+            return
+        moved_host = "DB_HOST" in given and stored.host.casefold() != s.DB_HOST.casefold()
+        moved_port = "DB_PORT" in given and stored.port != s.DB_PORT
+        if not (moved_host or moved_port):
+            return
+        logger.warning(
+            "DB_HOST/DB_PORT say %s, but the connection made from them on the first start "
+            "(%r, id %s) is stored with %s, and the stored one is used: the environment "
+            "only creates it. Change it with Edit in the UI's connection dialog or with "
+            "PUT /api/connections/%s (host, port)",
+            _address(s.DB_HOST, s.DB_PORT),
+            stored.name,
+            ENV_DEFAULT_ID,
+            _address(stored.host, stored.port),
+            ENV_DEFAULT_ID,
+        )
 
     def _from_environment(self, *, host: str | None = None, port: int | None = None) -> Connection:
         s = self._settings
@@ -565,6 +592,10 @@ def _pin(tunnel: SshTunnel | None) -> str | None:
 def _seen(forward: "SshForward | None") -> str | None:
     """The host key a test's tunnel was shown (pinned in memory by then), if it got one."""
     return None if forward is None else forward.pinned_fingerprint
+
+
+def _address(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def _read(path: Path | None) -> str | None:

@@ -5,11 +5,20 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Interval = Annotated[int, Field(ge=1, le=2_147_483_647, description="milliseconds")]
+# Strict integers: JSON `true`, `"7"` and `7.0` are refused (422 naming the field) instead
+# of being read as 1 and 7; `retentionDays: true` would otherwise keep one day of history.
+# The Settings form converts what was typed before it validates (web/routes/settings.py).
+Interval = Annotated[int, Field(ge=1, le=2_147_483_647, strict=True, description="milliseconds")]
 # A century: past it a window keeps everything anyway, and a typo of extra digits is caught.
 MAX_RETENTION_DAYS = 36_500
 RetentionDays = Annotated[
-    int, Field(ge=1, le=MAX_RETENTION_DAYS, description="days of history kept; null keeps all")
+    int,
+    Field(
+        ge=1,
+        le=MAX_RETENTION_DAYS,
+        strict=True,
+        description="days of history kept; null keeps all",
+    ),
 ]
 
 

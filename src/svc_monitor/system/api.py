@@ -29,8 +29,9 @@ async def get_health(
     200 while the service can serve, even when the engine is down (`database.status` is
     `disconnected` with the error) or storage writes fail (`storage.status` is
     `degraded`); 503 with `status: starting` until every route answers, and 503 when the
-    service's own storage does not answer. Point a load balancer or a readiness probe
-    here; a liveness probe at /health/live.
+    service's own storage does not answer (`database` is still the server's own state,
+    checked on the connection last looked up; `unknown` if none was). Point a load
+    balancer or a readiness probe here; a liveness probe at /health/live.
     """
     starting = request.app.state.features is None
     health = await services.health.health(x_connection_id, starting=starting)

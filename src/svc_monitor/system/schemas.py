@@ -27,7 +27,10 @@ class StorageHealth(BaseModel):
 class DatabaseHealth(BaseModel):
     """The engine of the selected connection (X-Connection-Id, else the default)."""
 
-    status: Literal["connected", "disconnected"]
+    status: Literal["connected", "disconnected", "unknown"] = Field(
+        description="unknown: storage does not answer and this process has not looked the "
+        "connection up since it started, so it cannot tell which server to check"
+    )
     connectionId: str | None = None
     name: str | None = None
     host: str | None = None

@@ -7,6 +7,8 @@ saw while that is fresh, else `disconnected` with a timeout. A connection never 
 yet is the exception: its first check is waited for. Storage is its answer to the
 connection's lookup, within STORAGE_BUDGET_S, and `degraded` while writes fail
 (storage/failures.py). The engine part says how old its knowledge is (`checkedAt`).
+While storage does not answer, the engine part is checked as usual on the connection the
+last lookup found, so the answer blames storage alone.
 """
 
 import asyncio
@@ -40,6 +42,10 @@ class HealthService:
         self._started = time.monotonic()
         # The probe in flight per connection, and when it began (monotonic).
         self._probes: dict[str, tuple[asyncio.Task[EngineSnapshot], float]] = {}
+        # What the last lookup of each X-Connection-Id (None: the default) found. While
+        # storage does not answer, the engine part is still asked of the server itself:
+        # storage's outage is storage's, and a server that answers PING stays connected.
+        self._found: dict[str | None, Connection] = {}
 
     async def health(self, connection_id: str | None, *, starting: bool = False) -> HealthRead:
         # The connection's lookup is storage's check too: one round trip to the storage
@@ -47,14 +53,17 @@ class HealthService:
         # the event loop, and a probe's timeout counts them all.
         found = await self._find(connection_id)
         if isinstance(found, NotFound):
+            self._found.pop(connection_id, None)
             if connection_id is not None:
                 raise found  # an unknown X-Connection-Id is the caller's mistake: 404
             storage = self._storage_answered()
             database = DatabaseHealth(status="disconnected", error=found.message)
         elif isinstance(found, Exception):
             storage = self._storage_error(found)
-            database = DatabaseHealth(status="disconnected", error="storage is unavailable")
+            known = self._found.get(connection_id)
+            database = await self._database(known) if known else _not_known(connection_id)
         else:
+            self._found[connection_id] = found
             storage = self._storage_answered()
             database = await self._database(found)
         status: Literal["ok", "degraded", "error", "starting"] = "ok"
@@ -173,6 +182,16 @@ class HealthService:
                 return await asyncio.shield(task)
         except TimeoutError:
             return None
+
+
+def _not_known(connection_id: str | None) -> DatabaseHealth:
+    """Storage is down and this process has not looked the connection up before: which
+    server to ask is in storage, so its state is not known (rather than said to be down)."""
+    return DatabaseHealth(
+        status="unknown",
+        connectionId=connection_id,
+        error="not checked: storage does not answer, and it holds which server to check",
+    )
 
 
 def _no_answer() -> EngineSnapshot:

@@ -5,7 +5,7 @@ session auth never applies, since collectors and SDKs carry no session. Both rou
 through `handle_export`: gate, body, decode, answer.
 
 What OTLP/HTTP senders expect (../shared/otlp-collector-facts.md): protobuf or JSON
-bodies, gzip or deflate or none, a 200 whose body is the Export*ServiceResponse in the
+bodies, gzip, deflate, zstd or none, a 200 whose body is the Export*ServiceResponse in the
 request's own content type, and on refusal a 4xx with a `google.rpc.Status` in that
 type. The Collector retries only 429/502/503/504, so every refusal here is permanent
 and says why.
@@ -55,7 +55,7 @@ _ANSWERS: dict[int | str, dict[str, Any]] = {
     401: {"description": "OTEL_INGEST_TOKEN is set and the bearer token is missing or wrong"},
     404: {"description": "OTEL_INGEST_ENABLED is off"},
     413: {"description": "Over 1 MiB after decompression"},
-    415: {"description": "Content-Type not protobuf/JSON, or Content-Encoding not gzip/deflate"},
+    415: {"description": "Content-Type not protobuf/JSON, or Content-Encoding not supported"},
 }
 
 
@@ -225,19 +225,36 @@ async def read_body(request: Request, limit: int = MAX_BODY_BYTES) -> bytes:
 
 
 def unzstd(data: bytes | bytearray, *, limit: int = MAX_BODY_BYTES) -> bytes:
-    """Decompress one zstd frame, reading at most `limit` + 1 bytes of output: a bomb is
-    refused (413) with no more than that held."""
-    import io
+    """Decompress one whole zstd frame, holding at most `limit` + 1 bytes of output.
 
+    The same rules as `inflate` for gzip: a bomb is refused (413), and so is a body that
+    is not exactly one complete frame (400): a frame cut short (down to its header, which
+    would decompress to nothing and be taken as an empty export), bytes after it, or a
+    second frame (a second gzip member is refused too; see the OTLP docs page).
+
+    Two passes, since zstandard offers no one reader that both bounds its output and
+    tells where the frame ended: `stream_reader` measures the first frame without holding
+    more than the limit (one `read` stops at the end of a frame), then `decompressobj`,
+    which stops there too, says whether the frame was complete (`eof`) and what came after
+    it (`unused_data`). The second pass only runs on a frame known to fit, so it holds no
+    more than the limit either; decompressing twice costs about 1 ms per MiB."""
     import zstandard
 
     try:
-        with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(bytes(data))) as reader:
-            out = reader.read(limit + 1)
+        with zstandard.ZstdDecompressor().stream_reader(bytes(data)) as reader:
+            measured = len(reader.read(limit + 1))
+        if measured > limit:
+            raise IngestRefused(413, _too_large(limit))
+        frame = zstandard.ZstdDecompressor().decompressobj()
+        out = frame.decompress(data)
     except zstandard.ZstdError as exc:
         raise IngestRefused(400, f"The zstd body is not valid: {exc}") from None
-    if len(out) > limit:
-        raise IngestRefused(413, _too_large(limit))
+    if not frame.eof:
+        raise IngestRefused(400, "The zstd body is truncated: its frame ends early")
+    if frame.unused_data:
+        raise IngestRefused(
+            400, "Unexpected bytes after the zstd frame: a body is one complete frame"
+        )
     return out
 
 

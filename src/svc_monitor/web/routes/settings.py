@@ -7,6 +7,7 @@ Reads and changes go through RuntimeSettingsService, as `GET/PUT /api/settings` 
 value shows the form again with the field's message, and nothing is stored.
 """
 
+import re
 from dataclasses import dataclass
 
 from fastapi import APIRouter, Request
@@ -113,11 +114,22 @@ def _shown(value: int | None) -> str:
     return "" if value is None else str(value)
 
 
+# A whole number as typed; bounded, as int() refuses more than 4,300 digits.
+_WHOLE_NUMBER = re.compile(r"[+-]?[0-9]{1,4000}")
+
+
+def _typed(text: str) -> int | str:
+    """A form's whole number as the int the API's strict model takes; anything else is left
+    as typed, for the model to refuse with the field's message."""
+    return int(text) if _WHOLE_NUMBER.fullmatch(text) else text
+
+
 def validate(values: dict[str, str]) -> RuntimeSettingsUpdate | dict[str, str]:
     """The API's update model for the form's fields, or the problem of each bad field."""
-    data: dict[str, str | None] = {f.name: values.get(f.name, "").strip() for f in FIELDS}
+    typed = {f.name: values.get(f.name, "").strip() for f in FIELDS}
+    data: dict[str, int | str | None] = {name: _typed(text) for name, text in typed.items()}
     for f in FIELDS:
-        if f.optional and not data[f.name]:
+        if f.optional and not typed[f.name]:
             data[f.name] = None
     try:
         return RuntimeSettingsUpdate.model_validate(data)
@@ -126,7 +138,7 @@ def validate(values: dict[str, str]) -> RuntimeSettingsUpdate | dict[str, str]:
         problems: dict[str, str] = {}
         for error in exc.errors():
             name = str(error["loc"][0]) if error["loc"] else "form"
-            value = data.get(name) or ""
+            value = typed.get(name) or ""
             detail = "it is required" if value == "" else str(error["msg"]).lower()
             # Name the field and echo what was typed: the form is shown again with it.
             problems.setdefault(name, f"{labels.get(name, name)}: {detail}")
