@@ -60,6 +60,7 @@ class TestList:
                 "durationMs": 10.0,
                 "spanCount": 2,
                 "hasError": False,
+                "status": "unset",
             }
         ]
         assert abs(traces[0]["startTimeMs"] - time.time() * 1000) < 60_000
@@ -83,6 +84,13 @@ class TestList:
         assert await found("status=unset") == {ids["other"]}
         assert await found("minDurationMs=40") == {ids["slow_error"], ids["other"]}
         assert len(await listed(api, "limit=1")) == 1
+
+        # Each summary carries the status its filter finds it by, and so does the trace.
+        statuses = {t["traceId"]: t["status"] for t in await listed(api)}
+        assert statuses == {ids["slow_error"]: "error", ids["quick"]: "ok", ids["other"]: "unset"}
+        for name, status in (("quick", "ok"), ("other", "unset")):
+            one = (await api.client.get(f"/api/traces/{ids[name]}")).json()
+            assert one["status"] == status
 
     async def test_time_window(self, api: RunningApp):
         now_ns = time.time_ns()

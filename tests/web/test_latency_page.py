@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 import pytest
 
 from tests.fixtures.app import AppFactory, RunningApp, target_of
-from tests.fixtures.servers import RunningServer, ServerFactory
+from tests.fixtures.servers import EngineKind, RunningServer, ServerFactory
 from tests.fixtures.waiting import eventually
 
 
@@ -168,3 +168,28 @@ class TestWithoutTheMonitor:
         for name in ("latency-latest", "latency-doctor"):
             assert 'data-problem="unsupported"' in section(html, name)
         assert "data-charts" not in html
+
+
+class TestDoctor:
+    @pytest.mark.parametrize("kind", ["valkey", "redis7"])
+    async def test_the_advice_is_a_list_of_its_own(
+        self, kind: EngineKind, server_factory: ServerFactory, memory_app_factory: AppFactory
+    ):
+        """Valkey's "Here is some advice for you:" and Redis's "I have a few advices for
+        you:" both head a list set apart, one entry per line the engine starts with "- "."""
+        server = server_factory.start(kind, config={"enable-debug-command": "yes"})
+        try:
+            spike(server, 0.03)
+            with server.client() as conn:
+                report = conn.execute_command("LATENCY", "DOCTOR")
+            async with memory_app_factory(**target_of(server)) as app:
+                html = section(await page(app), "latency-doctor")
+        finally:
+            server_factory.stop(server)
+        advice = re.search(r'<div class="doctor-advice" data-advice>(.*?)</div>', html, re.S)
+        assert advice is not None, html
+        entries = sum(line.startswith("- ") for line in report.splitlines())
+        assert entries >= 1, report
+        assert advice.group(1).count("<li>") == entries
+        assert "<strong data-title>command</strong>" in html  # "1. command: 1 latency spikes"
+        assert "as the server wrote it" in html

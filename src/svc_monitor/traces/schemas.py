@@ -18,6 +18,10 @@ class TraceSummaryRead(BaseModel):
     durationMs: float = Field(description="earliest start to latest end")
     spanCount: int
     hasError: bool = Field(description="a span has status ERROR")
+    status: SpanStatus = Field(
+        description="error when a span has status ERROR; else ok when one has OK; unset "
+        "when every span left its status unset (OpenTelemetry's default: neither ok nor error)"
+    )
 
 
 class TraceListRead(BaseModel):

@@ -28,7 +28,7 @@ from svc_monitor.traces.schemas import (
     TraceRead,
     TraceSummaryRead,
 )
-from svc_monitor.traces.store import STATUS_ERROR, TraceQuery, TraceStatus, TraceStore
+from svc_monitor.traces.store import STATUS_ERROR, STATUS_OK, TraceQuery, TraceStatus, TraceStore
 from svc_monitor.traces.writer import GroupWriter
 
 if TYPE_CHECKING:
@@ -131,6 +131,7 @@ class TraceService:
                     durationMs=_ms(int(r.end_ns) - int(r.start_ns)),
                     spanCount=int(r.span_count),
                     hasError=int(r.errors) > 0,
+                    status=trace_status(errors=int(r.errors), oks=int(r.oks)),
                 )
                 for r in rows
             ]
@@ -159,6 +160,10 @@ class TraceService:
             durationMs=_ms(end_ns - start_ns),
             spanCount=count,
             hasError=any(r.status_code == STATUS_ERROR for r in rows),
+            status=trace_status(
+                errors=sum(r.status_code == STATUS_ERROR for r in rows),
+                oks=sum(r.status_code == STATUS_OK for r in rows),
+            ),
             truncated=count > len(rows),
             spans=[_span(row, depth, start_ns) for row, depth in ordered],
         )
@@ -166,6 +171,15 @@ class TraceService:
     async def services(self, *, since: int, limit: int = 100) -> list[str]:
         """Service names seen since `since`: the trace list's service filter offers them."""
         return await self._store.services(since=since, limit=limit)
+
+
+def trace_status(*, errors: int, oks: int) -> SpanStatus:
+    """A trace's status from its spans', as the list's status filter reads it (store.py):
+    one ERROR makes it error; else one OK makes it ok; else it is unset, which
+    OpenTelemetry defines as neither ok nor error."""
+    if errors:
+        return "error"
+    return "ok" if oks else "unset"
 
 
 def tree_order(rows: Sequence[Row[Any]]) -> list[tuple[Row[Any], int]]:

@@ -186,6 +186,7 @@ class TraceStore:
                 end_ns.label("end_ns"),
                 func.count().label("span_count"),
                 errors.label("errors"),
+                oks.label("oks"),
             )
             .where(s.trace_id.in_(candidates))
             .group_by(s.trace_id)

@@ -30,6 +30,8 @@ class Overview:
     connected_clients: int | None
     blocked_clients: int | None
     cpu_percent: float | None
+    # KiB/s, whatever the INFO field's name says: the engine divides its bytes-per-second
+    # sample by 1024 (server.c, instantaneous_input_kbps), so kilobytes, never kilobits.
     net_input_kbps: float | None
     net_output_kbps: float | None
     hit_ratio: float | None

@@ -1,10 +1,11 @@
 """Latency: the engine's latency monitor (events, history, doctor), command latency
-histograms, and the spikes svc-monitor stored."""
+histograms (the workload's, with svc-monitor's own polls apart: web/own_commands.py),
+and the spikes svc-monitor stored."""
 
 import asyncio
 from bisect import bisect_right
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from fastapi import APIRouter
@@ -21,7 +22,9 @@ from svc_monitor.latency_analytics.schemas import (
 from svc_monitor.live.schemas import CommandHistogramRead, ConfigParameterRead
 from svc_monitor.web.bars import Bar
 from svc_monitor.web.dependencies import Ui, UiDep
+from svc_monitor.web.doctor import DoctorReport, doctor_section
 from svc_monitor.web.live import load_live
+from svc_monitor.web.own_commands import OWN_COMMANDS, sent_by_us
 from svc_monitor.web.pages import RANGES, Page
 from svc_monitor.web.sections import Section, load
 
@@ -58,6 +61,21 @@ class CommandLatency:
     bars: list[Bar[int]]  # bound: the bucket's upper bound in µs
     recent_calls: int | None
     recent_p99: int | None
+    ours: int = 0  # calls svc-monitor itself sent, since CommandTable.since_ms
+
+
+@dataclass(frozen=True, slots=True)
+class CommandTable:
+    """The histogram's commands in two groups: the workload's, and svc-monitor's own polls
+    (OWN_COMMANDS), each busiest first."""
+
+    workload: list[CommandLatency]
+    own: list[CommandLatency]
+    since_ms: int  # when this process began counting what it sends (its CommandLedger)
+
+    @property
+    def own_calls(self) -> int:
+        return sum(c.calls for c in self.own)
 
 
 BAR_WIDTH = 8
@@ -121,7 +139,7 @@ def _histogram_unsupported(ui: Ui) -> bool:
     return identity is not None and identity.type == "redis" and identity.release() < (7, 0, 0)
 
 
-async def _histogram(ui: Ui, connection: Connection, since: int) -> Section[list[CommandLatency]]:
+async def _histogram(ui: Ui, connection: Connection, since: int) -> Section[CommandTable]:
     if _histogram_unsupported(ui):
         return Section.unsupported(NO_HISTOGRAM)
     live = await load_live(ui.shell, lambda: ui.features.live.latency_histogram(connection, []))
@@ -134,12 +152,23 @@ async def _histogram(ui: Ui, connection: Connection, since: int) -> Section[list
     before: LatencyHistogramRead | None = stored.value[0] if stored.value else None
     # A command missing from the earlier histogram had not been called then.
     unseen = HistogramEntry(calls=0, histogram={})
+    ledger = ui.services.connections.ledger(connection)
+    ours = sent_by_us(ledger)
     rows = [
-        command_latency(name, h, before.data.get(name, unseen) if before else None)
+        replace(
+            command_latency(name, h, before.data.get(name, unseen) if before else None),
+            ours=ours.get(name, 0),
+        )
         for name, h in live.value.items()
     ]
     rows.sort(key=lambda r: (-r.calls, r.command))
-    return Section(rows)
+    return Section(
+        CommandTable(
+            workload=[r for r in rows if r.command not in OWN_COMMANDS],
+            own=[r for r in rows if r.command in OWN_COMMANDS],
+            since_ms=ledger.since_ms,
+        )
+    )
 
 
 async def _spikes(connection: Connection, ui: Ui, since: int) -> list[LatencySnapshotRead]:
@@ -154,8 +183,13 @@ async def _monitor(ui: Ui, monitored: bool, read: Callable[[], Awaitable[T]]) ->
     return await load_live(ui.shell, read) if monitored else Section.unsupported(NO_MONITOR)
 
 
-async def _missing(message: str) -> Section[list[CommandLatency]]:
+async def _missing(message: str) -> Section[CommandTable]:
     return Section.unsupported(message)
+
+
+async def _doctor(ui: Ui, monitored: bool, connection: Connection) -> Section[DoctorReport]:
+    read = await _monitor(ui, monitored, lambda: ui.features.live.latency_doctor(connection))
+    return doctor_section(read)
 
 
 async def _threshold(
@@ -183,7 +217,7 @@ async def latency_page(ui: UiDep) -> HTMLResponse:
     threshold, latest, doctor, histogram, spikes = await asyncio.gather(
         _threshold(ui, connection, monitored),
         _monitor(ui, monitored, lambda: live.latency_latest(connection)),
-        _monitor(ui, monitored, lambda: live.latency_doctor(connection)),
+        _doctor(ui, monitored, connection),
         _histogram(ui, connection, since) if monitored else _missing(NO_MONITOR),
         load(_spikes(connection, ui, since)),
     )

@@ -9,6 +9,7 @@ from fastapi.responses import HTMLResponse
 
 from svc_monitor.live.schemas import MemoryStatsRead, Scalar
 from svc_monitor.web.dependencies import Ui, UiDep
+from svc_monitor.web.doctor import doctor_section
 from svc_monitor.web.live import load_live
 from svc_monitor.web.pages import RANGES, Page
 from svc_monitor.web.rendering import format_bytes, format_number
@@ -142,14 +143,14 @@ async def memory_page(ui: UiDep) -> HTMLResponse:
     if connection is None:
         return ui.page(PAGE, "memory/page.html")
     live = ui.features.live
-    stats, doctor = await asyncio.gather(
+    stats, raw_doctor = await asyncio.gather(
         _stats(ui), load_live(ui.shell, lambda: live.memory_doctor(connection))
     )
     return ui.page(
         PAGE,
         "memory/page.html",
         stats=stats,
-        doctor=doctor,
+        doctor=doctor_section(raw_doctor),
         limits=await _limits(ui),
         pushed_memory=_pushed_memory(ui),
         ranges=RANGES,

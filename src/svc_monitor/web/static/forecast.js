@@ -39,19 +39,19 @@
       data.push(times.map(() => chart.ceiling));
       series.push({ label: charts.withUnit("Ceiling", unit), stroke: css("--chart-3"), width: 1, dash: [2, 3], value });
     }
-    const axis = { stroke: css("--muted"), grid: { stroke: css("--grid") }, ticks: { stroke: css("--grid") } };
     const plotter = new uPlot(
       {
         width: plot.clientWidth || 600,
         height: 180,
         scales: { x: { time: true }, y: { range: charts.yRange(chart.unit) } },
-        axes: [axis, charts.yAxis(unit, chart.axis)],
+        axes: [charts.xAxis(), charts.yAxis(unit, chart.axis)],
         series,
         legend: { show: true },
       },
       data,
       plot
     );
+    figure.uplot = plotter; // what the browser tests read the drawn axes from
     new ResizeObserver(() => plotter.setSize({ width: plot.clientWidth, height: 180 })).observe(plot);
   }
 
