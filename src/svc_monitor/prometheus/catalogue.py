@@ -157,14 +157,14 @@ INFO_FIELDS = (
         "svc_instantaneous_input_kbps",
         "stats",
         "instantaneous_input_kbps",
-        "Network input rate, KB/s, as the engine samples it.",
+        "Network input rate in KiB/s (bytes per second over 1024), as the engine samples it.",
     ),
     _info(
         "gauge",
         "svc_instantaneous_output_kbps",
         "stats",
         "instantaneous_output_kbps",
-        "Network output rate, KB/s, as the engine samples it.",
+        "Network output rate in KiB/s (bytes per second over 1024), as the engine samples it.",
     ),
     _info(
         "counter",
