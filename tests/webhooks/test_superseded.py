@@ -107,8 +107,6 @@ class TestStoredOrder:
         stale = await status_of(store, down.id)
         assert (stale.status, stale.superseded_by) == (DeliveryStatus.SUPERSEDED, up.id)
         assert (await status_of(store, up.id)).status is DeliveryStatus.PENDING
-        assert await store.superseded_by(down.id) == up.id
-        assert await store.superseded_by(up.id) is None
 
     async def test_a_cut_off_attempt_is_not_sent_again_once_a_newer_state_is_stored(
         self, store: WebhookStore
@@ -137,8 +135,7 @@ class TestStoredOrder:
         await store.add_deliveries([up], now_ms=NOW + 1000)
         # A finished delivery keeps what became of it ...
         assert (await status_of(store, down.id)).status is DeliveryStatus.DEAD_LETTER
-        # ... and queued again (the API refuses it, but a click may race the up) it is
-        # judged when claimed.
+        # ... and retried by hand (queued, as the spec wants) it is judged when claimed.
         assert await store.requeue(down.id, now_ms=NOW + 2000, max_attempts=2)
         assert await store.claim_due(now_ms=NOW + 2000, limit=10) == []
         stale = await status_of(store, down.id)
@@ -272,11 +269,10 @@ class TestReceiverAndHistory:
             assert (up["status"], up["attempts"], up["supersededBy"]) == ("success", 1, None)
             stats = (await app.client.get("/api/webhooks/stats/retry-queue")).json()
             assert stats["pendingRetries"] == 0
-            # Sending it by hand would report a stale state too.
+            # Not waiting to be sent any more, so not to be retried by hand either.
             again = await app.client.post(f"/api/webhooks/deliveries/{down['id']}/retry")
             assert again.status_code == 409, again.text
-            assert "superseded" in again.json()["message"]
-            assert up["id"] in again.json()["message"]
+            assert "is superseded" in again.json()["message"]
 
     async def test_the_up_waits_for_the_down_on_the_wire(
         self, memory_app_factory: AppFactory, receiver: Receiver
@@ -298,3 +294,29 @@ class TestReceiverAndHistory:
             rows = await history(app, hook)
             assert rows["instance.down"]["status"] == rows["instance.up"]["status"] == "success"
             assert rows["instance.down"]["attempts"] == rows["instance.up"]["attempts"] == 1
+
+    async def test_a_dead_letter_retried_by_hand_after_a_newer_state_is_not_sent(
+        self, memory_app_factory: AppFactory, receiver: Receiver
+    ) -> None:
+        async with memory_app_factory(NODE_ENV="development") as app:
+            hook = await hook_for(app, receiver, retryPolicy={"maxRetries": 0})
+            connection = await default_connection(app)
+            receiver.script.append(Answer(status=503))
+            went_down(app, connection)
+            await receiver.wait_for(1)
+            await app.services.webhook_worker.settle()
+            down = (await history(app, hook))["instance.down"]
+            assert down["status"] == "dead_letter"
+            came_back(app, connection)
+            await receiver.wait_for(2)
+            up = (await history(app, hook))["instance.up"]
+            again = await app.client.post(f"/api/webhooks/deliveries/{down['id']}/retry")
+            assert again.status_code == 202, again.text  # queued, as always
+
+            async def judged() -> bool:
+                return (await history(app, hook))["instance.down"]["status"] == "superseded"
+
+            await eventually(judged)
+            row = (await history(app, hook))["instance.down"]
+            assert (row["supersededBy"], row["attempts"]) == (up["id"], 1)
+            assert [r.json["event"] for r in receiver.requests] == ["instance.down", "instance.up"]

@@ -11,8 +11,10 @@ The rules a saved webhook obeys:
   credential-like headers are masked in answers, like the secret.
 
 Deliveries a lapsed tier no longer allows, or for a disabled webhook, are not made
-(dispatcher.py); queued ones of a disabled or deleted webhook end `failed`. A delivery
-of a state that a newer one superseded (states.py) cannot be retried by hand.
+(dispatcher.py); queued ones of a disabled or deleted webhook end `failed`. A manual
+retry queues a dead_letter or failed delivery (the spec: always); one that a newer
+delivery of its state has made stale then ends `superseded` when claimed, unsent
+(states.py).
 """
 
 import asyncio
@@ -257,14 +259,6 @@ class WebhookService:
         delivery = await self._store.get_delivery(delivery_id)
         if delivery is None:
             raise DeliveryNotFound(f"Delivery '{delivery_id}' not found", field="deliveryId")
-        newer = await self._store.superseded_by(delivery_id)
-        if newer is not None:
-            raise Conflict(
-                f"Delivery '{delivery_id}' is superseded by the newer delivery '{newer}' of "
-                f"the same state; sending {delivery.event_type} again would report a stale "
-                "state",
-                field="deliveryId",
-            )
         queued = await self._store.requeue(
             delivery_id, now_ms=self._clock(), max_attempts=delivery.attempts + 1
         )

@@ -315,16 +315,6 @@ class WebhookStore:
         )
         return [_delivery(row) for row in await self._db.fetch_all(query)]
 
-    async def superseded_by(self, delivery_id: str) -> str | None:
-        """The newest delivery of this one's state that is newer than it (states.py)."""
-        t = webhook_deliveries
-
-        def work(conn: Connection) -> str | None:
-            row = conn.execute(select(t).where(t.c.public_id == delivery_id)).one_or_none()
-            return newer_than(conn, t, [row]).get(row.id) if row is not None else None
-
-        return await self._db.run(work)
-
     async def requeue(self, delivery_id: str, *, now_ms: int, max_attempts: int) -> bool:
         """Queue a finished delivery for one more attempt now; False unless it was
         dead_letter or failed (so two clicks cannot queue it twice)."""
