@@ -37,9 +37,12 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 ROUNDS = 5
 FAST = {"REPLICA_HEARTBEAT_MS": 250, "REPLICA_TIMEOUT_MS": 1000, "NODE_ENV": "development"}
-# The webhook's timeout, the shortest allowed: a cut-off attempt's lease ends this plus
-# LEASE_MARGIN_MS after it began, and the survivor's queue would send it again then.
-TIMEOUT_MS = 1000
+# The webhook's timeout: a cut-off attempt's lease ends this plus LEASE_MARGIN_MS after it
+# began, and the survivor's queue would send it again then. Short, so each round waits
+# little for that; not the shortest allowed (1 s), so that a loaded machine pausing this
+# test for a second between the request's arrival and the kill cannot let the sender
+# see its own timeout first.
+TIMEOUT_MS = 2000
 LEASE_S = DeliveryConfig(timeoutMs=TIMEOUT_MS).lease_ms / 1000
 # The receiver holds its answer to the instance.down longer than the sender waits: the
 # sender is killed first (within milliseconds of the request's arrival).

@@ -314,7 +314,8 @@ class TestReceiverAndHistory:
             assert again.status_code == 202, again.text  # queued, as always
 
             async def judged() -> bool:
-                return (await history(app, hook))["instance.down"]["status"] == "superseded"
+                status = (await history(app, hook))["instance.down"]["status"]
+                return bool(status == "superseded")
 
             await eventually(judged)
             row = (await history(app, hook))["instance.down"]

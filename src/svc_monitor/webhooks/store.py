@@ -224,7 +224,7 @@ class WebhookStore:
             update(t)
             .where(t.c.public_id == bindparam("b_id"))
             .values(
-                status=unless_stays(t.c.status, "b_status"),
+                status=case((stays, t.c.status), else_=status),
                 attempts=bindparam("b_attempts"),
                 status_code=bindparam("b_code"),
                 response_body=bindparam("b_body"),
