@@ -1,15 +1,15 @@
 """When each webhook delivery's event happened, and the delivery that superseded it: a
 newer delivery of the same state supersedes an older one (webhooks/states.py).
 
-Revision ID: 0022
-Revises: 0021
+Revision ID: 0023
+Revises: 0022
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0022"
-down_revision = "0021"
+revision = "0023"
+down_revision = "0022"
 branch_labels = None
 depends_on = None
 
