@@ -3,8 +3,11 @@ webhooks subscribed, and the p99 from event to delivery.
 
 An in-process svc-monitor (uvloop, as under uvicorn; memory storage, NODE_ENV=development
 so a loopback receiver is allowed) watches a local Valkey; 100 webhooks subscribe to
-instance.down; the bench publishes instance.down events on the service's bus (what the
-health poll does when an instance stops answering) at `--rate` events/s for `--seconds`.
+client.blocked; the bench publishes client.blocked events on the service's bus (what the
+ACL LOG poll does when a client fails to authenticate) at `--rate` events/s for
+`--seconds`. An occurrence: each one is delivered. A stream of instance.down on one
+connection would be one state, each newer one superseding the last still waiting
+(webhooks/states.py), which is not what this bench measures.
 Each event becomes 100 signed deliveries (stored, POSTed, results stored). The receiver
 is a separate process (aiohttp) answering 200 at once and noting, per request, its
 arrival time and the publish time carried in the event.
@@ -33,7 +36,7 @@ from aiohttp import web
 
 from svc_monitor.app import create_app
 from svc_monitor.config import Settings, StorageType
-from svc_monitor.event_types.instance import InstanceDown
+from svc_monitor.event_types.access import AclDenied
 from svc_monitor.kit.embedded_valkey import EmbeddedValkey
 
 NOWHERE = "http://127.0.0.1:9"  # the update check must not leave loopback
@@ -55,7 +58,7 @@ def receive(port: int, seconds: float, results: Connection) -> None:
     async def handle(request: web.BaseRequest) -> web.Response:
         body = await request.read()
         now = time.time()
-        published = float(json.loads(body)["data"]["message"])
+        published = float(json.loads(body)["data"]["username"])
         latencies.append(now - published)
         arrivals.append(now)
         return web.Response(text="ok")
@@ -106,7 +109,7 @@ async def run(server: EmbeddedValkey, args: argparse.Namespace) -> None:
             body = {
                 "name": f"bench-{n}",
                 "url": f"http://127.0.0.1:{port}/hook/{n}",
-                "events": ["instance.down"],
+                "events": ["client.blocked"],
                 "secret": "bench-secret-0123456789",
             }
             answer = await client.post("/api/webhooks", json=body)
@@ -121,7 +124,16 @@ async def run(server: EmbeddedValkey, args: argparse.Namespace) -> None:
             due = started + n / args.rate
             await asyncio.sleep(max(0.0, due - time.monotonic()))
             bus.publish(
-                InstanceDown(connection_id=connection, reason="bench", message=f"{time.time():.6f}")
+                AclDenied(
+                    connection_id=connection,
+                    reason="auth",
+                    username=f"{time.time():.6f}",  # the publish time, read by the receiver
+                    client_info="addr=127.0.0.1:50000",
+                    context="toplevel",
+                    object="AUTH",
+                    count=n + 1,
+                    timestamp_s=int(time.time()),
+                )
             )
         arrivals, latencies = await asyncio.to_thread(mine.recv)
     receiver.join(10)

@@ -65,7 +65,10 @@ reject timestamps older than 5 minutes. Only a 2xx is a success; redirects are n
 followed. Attempt 1 is immediate, then retries after `initialDelayMs x
 backoffMultiplier^(n-1)` (at most `maxDelayMs`) until `maxRetries`, then `dead_letter`;
 `failed` means the target is refused at send time (SSRF rules) or the webhook was
-disabled or deleted. URLs must be `https://` (`http://` only with NODE_ENV=development)
+disabled or deleted; `superseded` means a newer delivery of the same state (instance.down
+and instance.up, failover.started and failover.completed, cluster.failover; per webhook
+and connection) replaced it before it got through, so it is never sent after the newer
+one (`supersededBy` names it). URLs must be `https://` (`http://` only with NODE_ENV=development)
 and public (loopback allowed outside production). Threshold events fire once above the
 level and re-arm below `level x hysteresisFactor`.
 

@@ -150,6 +150,7 @@ def build_services(settings: Settings, *, clock: Callable[[], float] = time.time
             license,
             AlertStates(on_change=shared_alerts.threshold_changed),
             may_deliver=webhooks.may_deliver,
+            alerts_stored=shared_alerts.flush,
         ),
         otlp_stats=otlp_stats,
         otlp_transport=otlp_transport,

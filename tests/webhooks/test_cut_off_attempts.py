@@ -15,10 +15,10 @@ from svc_monitor.storage.database import Database
 from svc_monitor.webhooks.models import Delivery, DeliveryStatus, Webhook
 from svc_monitor.webhooks.schemas import AlertConfig, DeliveryConfig, RetryPolicy
 from svc_monitor.webhooks.store import WebhookStore
-from svc_monitor.webhooks.worker import LEASE_MS
 from tests.fixtures.app import make_settings
 
 NOW = int(time.time() * 1000)
+LEASE_MS = DeliveryConfig().lease_ms  # the webhook's timeout, and room to record
 
 
 @pytest.fixture
@@ -59,18 +59,18 @@ async def queued(store: WebhookStore) -> str:
         created_at=NOW,
         next_retry_at=NOW,
     )
-    await store.add_deliveries([delivery])
+    await store.add_deliveries([delivery], now_ms=NOW)
     return delivery.id
 
 
 async def test_an_attempt_a_crash_cut_off_is_counted(store: WebhookStore) -> None:
     delivery_id = await queued(store)
-    (first,) = await store.claim_due(now_ms=NOW, lease_ms=LEASE_MS, limit=10)
+    (first,) = await store.claim_due(now_ms=NOW, limit=10)
     assert first.id == delivery_id
     assert first.attempts == 0  # none before this one
     # The process dies mid-attempt: nothing is recorded. Within the lease nobody takes it.
-    assert await store.claim_due(now_ms=NOW + LEASE_MS - 1, lease_ms=LEASE_MS, limit=10) == []
-    (again,) = await store.claim_due(now_ms=NOW + LEASE_MS, lease_ms=LEASE_MS, limit=10)
+    assert await store.claim_due(now_ms=NOW + LEASE_MS - 1, limit=10) == []
+    (again,) = await store.claim_due(now_ms=NOW + LEASE_MS, limit=10)
     assert again.id == delivery_id  # the same delivery id, sent again
     assert again.attempts == 1  # the lost attempt counted
     stored = await store.get_delivery(delivery_id)
@@ -80,7 +80,7 @@ async def test_an_attempt_a_crash_cut_off_is_counted(store: WebhookStore) -> Non
 
 async def test_a_delivery_handed_back_unattempted_is_not_counted(store: WebhookStore) -> None:
     delivery_id = await queued(store)
-    await store.claim_due(now_ms=NOW, lease_ms=LEASE_MS, limit=10)
+    await store.claim_due(now_ms=NOW, limit=10)
     await store.release([delivery_id], due_at=NOW + 100)
-    (claimed,) = await store.claim_due(now_ms=NOW + 100, lease_ms=LEASE_MS, limit=10)
+    (claimed,) = await store.claim_due(now_ms=NOW + 100, limit=10)
     assert claimed.attempts == 0

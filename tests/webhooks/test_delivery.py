@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from svc_monitor.event_types.access import AclDenied
 from svc_monitor.event_types.instance import InstanceDown
 from tests.fixtures.app import AppFactory, RunningApp
 from tests.fixtures.receiver import Answer, Receiver, running_receiver
@@ -230,11 +231,22 @@ class TestMemoryHistory:
     async def test_keeps_the_last_1000_deliveries_per_webhook(
         self, dev: RunningApp, receiver: Receiver
     ) -> None:
-        hook = await add_hook(dev, receiver.url())
+        # An occurrence (client.blocked), each one delivered: of a state (instance.down),
+        # each newer one would supersede those still waiting.
+        hook = await add_hook(dev, receiver.url(), events=["client.blocked"])
         connection = await connection_id(dev)
         for n in range(1150):
             dev.services.bus.publish(
-                InstanceDown(connection_id=connection, reason="unreachable", message=f"#{n}")
+                AclDenied(
+                    connection_id=connection,
+                    reason="auth",
+                    username=f"#{n}",
+                    client_info="addr=127.0.0.1:50000",
+                    context="toplevel",
+                    object="AUTH",
+                    count=1,
+                    timestamp_s=1_700_000_000,
+                )
             )
         await receiver.wait_for(1150, within=60)
 
@@ -245,6 +257,6 @@ class TestMemoryHistory:
         await eventually(trimmed, within=10)
         kept = (await dev.client.get(f"/api/webhooks/{hook['id']}/deliveries?limit=1000")).json()
         assert len(kept) == 1000
-        newest = json.loads(kept[0]["payload"])["data"]["message"]
-        oldest = json.loads(kept[-1]["payload"])["data"]["message"]
+        newest = json.loads(kept[0]["payload"])["data"]["username"]
+        oldest = json.loads(kept[-1]["payload"])["data"]["username"]
         assert (newest, oldest) == ("#1149", "#150")

@@ -94,6 +94,11 @@ class EventType(Generic[E]):
     severity: SeverityName
     summary: str  # when it fires, one line of Markdown (the API docs' table, the form)
     threshold: str | None = None  # the Thresholds field of a threshold event
+    # The state this type reports, named alike on the types that report the same thing
+    # (instance.down and instance.up: whether the instance answers). A newer notification
+    # of a state supersedes an older one not yet delivered (webhooks/states.py). None for
+    # a type that reports an occurrence, which every notification of stands on its own.
+    state: str | None = None
     # The payload in a sentence or two, where the spec leaves it open (or the type is
     # ours): OpenAPI's description of the webhooks tag shows it.
     payload: str | None = None
@@ -129,6 +134,7 @@ def event_type(
     example: E,
     severity: SeverityName = "warn",
     threshold: str | None = None,
+    state: str | None = None,
 ) -> EventType[E]:
     """The EventType whose payload `build` builds: its summary and payload note come from
     the builder's docstring, its source from the example's class."""
@@ -142,6 +148,7 @@ def event_type(
         severity=severity,
         summary=summary,
         threshold=threshold,
+        state=state,
         payload=payload,
         example=example,
     )

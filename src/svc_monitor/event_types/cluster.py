@@ -52,6 +52,8 @@ CLUSTER_FAILOVER = event_type(
     name="cluster.failover",
     order=80,
     tier="pro",
+    # Each one carries the state now (both directions fire): a newer one says it all.
+    state="cluster_state",
     example=ClusterStateChanged(
         connection_id="c1",
         state="fail",

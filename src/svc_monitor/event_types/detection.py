@@ -136,6 +136,11 @@ ANOMALY_DETECTED = event_type(
 )
 
 
+# The state both failover types report: the node's role (stepped down: a replica;
+# promoted: a primary).
+ROLE = "role"
+
+
 def _failover_started(e: FailoverStarted) -> Data:
     """anomaly detection saw a primary become a replica (`role:master` -> `role:slave`), once per
     change
@@ -159,6 +164,7 @@ FAILOVER_STARTED = event_type(
     order=140,
     tier="pro",
     severity="error",
+    state=ROLE,
     example=FailoverStarted(connection_id="c1", previous_role="primary", new_role="replica"),
 )
 
@@ -182,6 +188,7 @@ FAILOVER_COMPLETED = event_type(
     name="failover.completed",
     order=150,
     tier="pro",
+    state=ROLE,
     example=FailoverCompleted(connection_id="c1", previous_role="replica", new_role="primary"),
 )
 

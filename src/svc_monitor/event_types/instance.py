@@ -23,6 +23,10 @@ class InstanceUp(InstanceEvent):
     down_since_ms: int | None = None
 
 
+# The state both report: whether the instance answers.
+REACHABILITY = "reachability"
+
+
 def _down(e: InstanceDown) -> Data:
     """the INFO poll failing (once per transition)"""
     return {"message": clip(e.message), "reason": e.reason, "detectedAt": iso(e.at_ms)}
@@ -34,6 +38,7 @@ INSTANCE_DOWN = event_type(
     order=10,
     tier="community",
     severity="error",
+    state=REACHABILITY,
     example=InstanceDown(connection_id="c1", reason="timeout", message="Timed out after 5 s"),
 )
 
@@ -57,6 +62,7 @@ INSTANCE_UP = event_type(
     order=20,
     tier="community",
     severity="info",
+    state=REACHABILITY,
     example=InstanceUp(connection_id="c1", at_ms=60_000, down_since_ms=30_000),
 )
 

@@ -21,6 +21,24 @@ EVENT_TYPES: tuple[EventType[Any], ...] = tuple(sorted(_DECLARED, key=lambda e: 
 BY_NAME: dict[str, EventType[Any]] = {e.name: e for e in EVENT_TYPES}
 
 
+def _by_state() -> dict[str, tuple[str, ...]]:
+    found: dict[str, list[str]] = {}
+    for entry in EVENT_TYPES:
+        if entry.state is not None:
+            found.setdefault(entry.state, []).append(entry.name)
+    return {state: tuple(names) for state, names in found.items()}
+
+
+# Each state (EventType.state) and the types that report it.
+STATES: dict[str, tuple[str, ...]] = _by_state()
+
+
+def state_of(event_type: str) -> str | None:
+    """The state `event_type` reports, or None for an occurrence (or an unknown name)."""
+    entry = BY_NAME.get(event_type)
+    return entry.state if entry is not None else None
+
+
 def _by_source() -> dict[type[Event], tuple[EventType[Any], ...]]:
     found: dict[type[Event], list[EventType[Any]]] = {}
     for entry in _DECLARED:

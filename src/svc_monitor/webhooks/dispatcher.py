@@ -6,6 +6,11 @@ the type: the tier check (a licence that lapsed stops paid events, even on webho
 saved before), the threshold and hysteresis check for measured ones
 (notifications/service.py, per webhook), and one delivery with its envelope. One
 event's deliveries are stored together and attempted at once (worker.py).
+
+A delivery of a state (instance.down ...) is stored only once the alert states changed so
+far are in storage (`alerts_stored`): a replica killed as its receiver gets the POST has
+left the replica taking over knowing the instance is down, so that one says when it is
+up again.
 """
 
 import json
@@ -18,7 +23,7 @@ from svc_monitor.connections.service import ConnectionService
 from svc_monitor.errors import NotFound
 from svc_monitor.event_types.base import Measured
 from svc_monitor.event_types.readings import READINGS
-from svc_monitor.event_types.table import candidates
+from svc_monitor.event_types.table import candidates, state_of
 from svc_monitor.events import ConnectionsChanged, Event, EventBus, InstanceEvent
 from svc_monitor.licensing.models import WEBHOOK_EVENT_TIERS
 from svc_monitor.licensing.service import LicenseService
@@ -57,6 +62,7 @@ class WebhookDispatcher:
         license: LicenseService,
         alerts: AlertStates,
         may_deliver: Callable[[], bool] = lambda: True,
+        alerts_stored: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         # A reading (every poll of every connection publishes several) is not queued while
         # no webhook is enabled: an install without webhooks does no work for them.
@@ -68,6 +74,7 @@ class WebhookDispatcher:
         self._connections = connections
         self._license = license
         self.alerts = alerts
+        self._alerts_stored = alerts_stored
         self._instances: dict[str, Instance] = {}
         self._handling = False
 
@@ -131,6 +138,8 @@ class WebhookDispatcher:
                 if instance is None:
                     instance = await self._instance(event.connection_id)
                 jobs.append(_job(webhook, kind, event, instance, data))
+        if self._alerts_stored is not None and any(state_of(j.delivery.event_type) for j in jobs):
+            await self._alerts_stored()
         await self._worker.submit(jobs)
 
     async def _instance(self, connection_id: str) -> Instance:
@@ -166,5 +175,6 @@ def _job(
         max_attempts=1 + webhook.retry_policy.maxRetries,
         created_at=now_ms(),
         connection_id=event.connection_id,
+        event_at=event.at_ms,
     )
     return Job(webhook, delivery)

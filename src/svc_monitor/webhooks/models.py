@@ -13,6 +13,8 @@ class DeliveryStatus(StrEnum):
     RETRYING = "retrying"
     DEAD_LETTER = "dead_letter"
     FAILED = "failed"  # permanent: retrying cannot help (see delivery.py)
+    # A newer delivery of the same state replaced it before it got through (states.py).
+    SUPERSEDED = "superseded"
 
 
 # Rows the retry worker may pick up when due.
@@ -57,6 +59,14 @@ class Delivery:
     completed_at: int | None = None
     next_retry_at: int | None = None
     error: str | None = None
+    # When its event happened (the envelope's timestamp): the order of a state's
+    # deliveries (states.py). None: when it was created.
+    event_at: int | None = None
+    superseded_by: str | None = None  # the newer delivery of its state, when superseded
+
+    @property
+    def happened_at(self) -> int:
+        return self.event_at if self.event_at is not None else self.created_at
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,3 +94,4 @@ class Outcome:
     result: AttemptResult
     finished_at: int
     next_retry_at: int | None = None
+    superseded_by: str | None = None

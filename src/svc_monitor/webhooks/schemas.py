@@ -17,6 +17,10 @@ from svc_monitor.notifications.schemas import Thresholds
 # enough that a typo (a delay of days) is refused rather than stored.
 MAX_NAME = 100
 MAX_EVENTS = len(WEBHOOK_EVENT_TIERS)  # each event type once
+# How long past its timeout an attempt's row stays hidden from other claimers: room to
+# record the result (results are written within ~10 ms; this allows a slow storage).
+# An attempt a crash cuts off is tried again this long after its timeout.
+LEASE_MARGIN_MS = 5000
 
 
 class _Strict(BaseModel):
@@ -47,6 +51,11 @@ class RetryPolicy(_Strict):
 class DeliveryConfig(_Strict):
     timeoutMs: Annotated[int, Field(ge=1000, le=120_000)] = 30_000
     maxResponseBodyBytes: Annotated[int, Field(ge=1000, le=100_000)] = 10_000
+
+    @property
+    def lease_ms(self) -> int:
+        """How long a row being attempted is hidden from the retry queue (worker.py)."""
+        return self.timeoutMs + LEASE_MARGIN_MS
 
 
 class AlertConfig(_Strict):
@@ -151,7 +160,10 @@ class DeliveryRead(BaseModel):
     id: str
     webhookId: str
     eventType: str
-    status: str = Field(description="pending, success, retrying, dead_letter or failed")
+    status: str = Field(
+        description="pending, success, retrying, dead_letter, failed or superseded (a newer "
+        "delivery of the same state replaced it: never sent again)"
+    )
     statusCode: int | None
     responseBody: str | None
     attempts: int
@@ -162,6 +174,9 @@ class DeliveryRead(BaseModel):
     error: str | None = Field(description="why the last attempt failed, when nothing answered")
     connectionId: str | None
     payload: str = Field(description="the JSON body sent (the same on every attempt)")
+    supersededBy: str | None = Field(
+        default=None, description="the id of the newer delivery that superseded this one"
+    )
 
 
 class TestResult(BaseModel):

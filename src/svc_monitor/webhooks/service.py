@@ -11,7 +11,10 @@ The rules a saved webhook obeys:
   credential-like headers are masked in answers, like the secret.
 
 Deliveries a lapsed tier no longer allows, or for a disabled webhook, are not made
-(dispatcher.py); queued ones of a disabled or deleted webhook end `failed`.
+(dispatcher.py); queued ones of a disabled or deleted webhook end `failed`. A manual
+retry queues a dead_letter or failed delivery (the spec: always); one that a newer
+delivery of its state has made stale then ends `superseded` when claimed, unsent
+(states.py).
 """
 
 import asyncio

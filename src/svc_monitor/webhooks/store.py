@@ -7,6 +7,9 @@ picks it up again only if the attempt never finished. Claiming takes rows with
 `FOR UPDATE SKIP LOCKED` on PostgreSQL (SQLite serialises writers on its own), so
 replicas sharing one database never send the same row twice at once.
 
+Deliveries of a state (instance.down and instance.up ...) follow states.py: a newer one
+supersedes an older one not yet delivered, checked as rows are queued and claimed.
+
 Secrets and custom headers rest sealed by the SecretBox (ENCRYPTION_KEY when set).
 `captured_at` and the integer `id` let storage/retention.py sweep deliveries like any
 other history; the delivery's own id is the uuid in `public_id`.
@@ -28,7 +31,9 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    and_,
     bindparam,
+    case,
     delete,
     func,
     insert,
@@ -43,6 +48,7 @@ from svc_monitor.storage.database import Database
 from svc_monitor.storage.metadata import metadata
 from svc_monitor.webhooks.models import QUEUED, Delivery, DeliveryStatus, Outcome, Webhook
 from svc_monitor.webhooks.schemas import AlertConfig, DeliveryConfig, RetryPolicy
+from svc_monitor.webhooks.states import key_of, newer_than, settle_queued, supersede
 
 webhooks = Table(
     "webhooks",
@@ -82,12 +88,17 @@ webhook_deliveries = Table(
     Column("captured_at", BigInteger, nullable=False),  # created, epoch ms
     Column("completed_at", BigInteger, nullable=True),
     Column("next_retry_at", BigInteger, nullable=True),
+    Column("event_at", BigInteger, nullable=True),  # when its event happened, epoch ms
+    Column("superseded_by", String(36), nullable=True),  # the newer delivery's public_id
     Index("ix_webhook_deliveries_webhook", "webhook_id", "id"),
     Index("ix_webhook_deliveries_queue", "status", "next_retry_at"),
     Index("ix_webhook_deliveries_connection_time", "connection_id", "captured_at"),
 )
 
 HISTORY_TABLES = (webhook_deliveries,)
+# The lease of a row whose webhook is gone: the longest timeout a webhook may set (it is
+# closed as soon as it is claimed, so this only matters if that fails).
+LEASE_MS = DeliveryConfig(timeoutMs=120_000).lease_ms
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,29 +183,58 @@ class WebhookStore:
 
     # --- deliveries ---
 
-    async def add_deliveries(self, deliveries: Sequence[Delivery]) -> None:
-        """Write new deliveries in one transaction (one event's fan-out)."""
-        if deliveries:
-            rows = [_delivery_columns(d) for d in deliveries]
-            await self._db.run(lambda conn: conn.execute(insert(webhook_deliveries), rows))
+    async def add_deliveries(self, deliveries: Sequence[Delivery], *, now_ms: int) -> set[str]:
+        """Write new deliveries in one transaction (one event's fan-out), superseding what
+        they make stale (states.py). Returns the ids of those stored superseded, which a
+        newer delivery stored already makes stale: they are never to be sent."""
+        if not deliveries:
+            return set()
+        t = webhook_deliveries
+        rows = [_delivery_columns(d) for d in deliveries]
+        states = [d.id for d in deliveries if key_of(d) is not None]
+
+        def work(conn: Connection) -> set[str]:
+            conn.execute(insert(t), rows)
+            if not states:
+                return set()
+            stored = conn.execute(select(t).where(t.c.public_id.in_(states))).all()
+            return settle_queued(conn, t, stored, now_ms=now_ms)
+
+        return await self._db.run(work)
 
     async def record(self, outcomes: Sequence[Outcome]) -> None:
-        """Write the results of attempts, batched in one transaction (one executemany)."""
+        """Write the results of attempts, batched in one transaction (one executemany).
+
+        A delivery superseded while its attempt was under way (states.py) keeps that
+        status unless the attempt got through: it is not retried."""
         if not outcomes:
             return
         t = webhook_deliveries
+        # Typed: inside CASE, PostgreSQL cannot infer a parameter's type from its column.
+        status = bindparam("b_status", type_=t.c.status.type)
+        stays = and_(
+            t.c.status == DeliveryStatus.SUPERSEDED.value,
+            status != DeliveryStatus.SUCCESS.value,
+        )
+
+        def unless_stays(column: Column[Any], param: str) -> Any:
+            return case((stays, column), else_=bindparam(param, type_=column.type))
+
         statement = (
             update(t)
             .where(t.c.public_id == bindparam("b_id"))
             .values(
-                status=bindparam("b_status"),
+                status=case((stays, t.c.status), else_=status),
                 attempts=bindparam("b_attempts"),
                 status_code=bindparam("b_code"),
                 response_body=bindparam("b_body"),
                 error=bindparam("b_error"),
                 duration_ms=bindparam("b_duration"),
-                next_retry_at=bindparam("b_next"),
-                completed_at=bindparam("b_completed"),
+                next_retry_at=case(
+                    (stays, None), else_=bindparam("b_next", type_=t.c.next_retry_at.type)
+                ),
+                completed_at=unless_stays(t.c.completed_at, "b_completed"),
+                superseded_by=unless_stays(t.c.superseded_by, "b_superseded"),
             )
         )
         rows = [
@@ -208,13 +248,16 @@ class WebhookStore:
                 "b_duration": o.result.duration_ms,
                 "b_next": o.next_retry_at,
                 "b_completed": None if o.status is DeliveryStatus.RETRYING else o.finished_at,
+                "b_superseded": o.superseded_by,
             }
             for o in outcomes
         ]
         await self._db.run(lambda conn: conn.execute(statement, rows))
 
-    async def claim_due(self, *, now_ms: int, lease_ms: int, limit: int) -> list[Delivery]:
-        """Queued rows due by now, leased to this caller for `lease_ms`."""
+    async def claim_due(self, *, now_ms: int, limit: int) -> list[Delivery]:
+        """Queued rows due by now, each leased to this caller for its webhook's
+        `deliveryConfig.lease_ms`; those a newer delivery of their state supersedes
+        (states.py) are marked so instead, and not returned."""
         t = webhook_deliveries
 
         def work(conn: Connection) -> list[Delivery]:
@@ -226,8 +269,14 @@ class WebhookStore:
                 .with_for_update(skip_locked=True)
             )
             rows = conn.execute(due).all()
-            if rows:
-                ids = [row.id for row in rows]
+            stale = newer_than(conn, t, rows)
+            supersede(conn, t, stale, now_ms=now_ms)
+            claimed = [row for row in rows if row.id not in stale]
+            by_lease: dict[int, list[int]] = {}
+            leases = _leases(conn, {row.webhook_id for row in claimed})
+            for row in claimed:
+                by_lease.setdefault(leases.get(row.webhook_id, LEASE_MS), []).append(row.id)
+            for lease_ms, ids in by_lease.items():
                 # The attempt is counted as it begins: one a crash cuts off (never
                 # recorded, sent again after the lease) still counts. The rows returned
                 # keep the count before it, as the attempt's outcome is written from.
@@ -236,7 +285,7 @@ class WebhookStore:
                     .where(t.c.id.in_(ids))
                     .values(next_retry_at=now_ms + lease_ms, attempts=t.c.attempts + 1)
                 )
-            return [_delivery(row) for row in rows]
+            return [_delivery(row) for row in claimed]
 
         return await self._db.run(work)
 
@@ -338,6 +387,20 @@ def _delivery_columns(d: Delivery) -> dict[str, Any]:
         "captured_at": d.created_at,
         "completed_at": d.completed_at,
         "next_retry_at": d.next_retry_at,
+        "event_at": d.happened_at,
+        "superseded_by": d.superseded_by,
+    }
+
+
+def _leases(conn: Connection, webhook_ids: set[str]) -> dict[str, int]:
+    """Each webhook's attempt lease (its timeout plus room to record the result)."""
+    if not webhook_ids:
+        return {}
+    rows = conn.execute(
+        select(webhooks.c.id, webhooks.c.delivery_config).where(webhooks.c.id.in_(webhook_ids))
+    ).all()
+    return {
+        row.id: DeliveryConfig.model_validate_json(row.delivery_config).lease_ms for row in rows
     }
 
 
@@ -358,4 +421,6 @@ def _delivery(row: Row[Any]) -> Delivery:
         completed_at=row.completed_at,
         next_retry_at=row.next_retry_at,
         error=row.error,
+        event_at=row.event_at,
+        superseded_by=row.superseded_by,
     )

@@ -9,6 +9,13 @@
 - The queue loop claims due rows (`claim_due`), sleeping until the earliest retry it
   knows of or QUEUE_POLL_MS, whichever is sooner: retries run on time here, and rows
   another replica scheduled are seen within QUEUE_POLL_MS.
+- A row being attempted is leased for its webhook's timeout plus LEASE_MARGIN_MS
+  (schemas.py): a process that dies mid-attempt has it tried again after that, and the
+  attempt counts (the row is written counting it before it starts).
+- Deliveries of a state (states.py): an attempt starts only while no newer delivery of
+  its key is known here, and one attempt of a key is on the wire at a time, so a newer
+  state waits for an older one already sent to be answered (at most its timeout) and
+  the receiver never has both at once. A superseded delivery is not retried.
 """
 
 import asyncio
@@ -16,11 +23,13 @@ import contextlib
 import heapq
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 
 from svc_monitor.webhooks.models import AttemptResult, Delivery, DeliveryStatus, Outcome, Webhook
 from svc_monitor.webhooks.sender import Sender
+from svc_monitor.webhooks.states import Stamp, StateKey, key_of
 from svc_monitor.webhooks.store import WebhookStore
 
 logger = logging.getLogger(__name__)
@@ -29,10 +38,9 @@ MAX_IN_FLIGHT_PER_WEBHOOK = 16
 MAX_IN_FLIGHT = 1024
 QUEUE_POLL_MS = 1000
 CLAIM_BATCH = 200
-# A claimed row is hidden from other claimers this long: the longest timeout a webhook
-# may set (120 s) plus room to record the result. A process that dies mid-attempt has
-# its rows tried again after this.
-LEASE_MS = 150_000
+# The state keys whose newest delivery this process remembers (states.py); past this the
+# least recently used are forgotten, and storage's checks alone order their deliveries.
+NEWEST_KEYS = 10_000
 # Rows deferred because their webhook had no free slot come back this much later.
 DEFER_MS = 100
 # Memory storage keeps the last 1000 deliveries per webhook (spec limit).
@@ -81,23 +89,36 @@ class DeliveryWorker:
         # sees no new rows is a quiet moment, when any remainder is trimmed too.
         self._inserted_total = 0
         self._inserted_seen = 0
+        # The newest delivery of each state key queued or claimed here, and the attempt of
+        # a key on the wire now (set when it ends): see states.py.
+        self._newest: OrderedDict[StateKey, Stamp] = OrderedDict()
+        self._on_wire: dict[StateKey, asyncio.Event] = {}
         # Called with each finished attempt (tests and the bench watch deliveries end).
         self.on_outcome: Callable[[Outcome], None] | None = None
 
     # --- new deliveries ---
 
     async def submit(self, jobs: Sequence[Job]) -> None:
-        """Store new deliveries (one transaction), then attempt those with a free slot."""
+        """Store new deliveries (one transaction), then attempt those with a free slot.
+
+        A row attempted at once is written with that attempt counted and leased, so one
+        a crash cuts off counts once whoever picks it up after the lease sends it again."""
         if not jobs:
             return
         now = now_ms()
         sendable = [self._has_slot(job.webhook.id, reserve=True) for job in jobs]
         rows = [
-            replace(job.delivery, next_retry_at=now + LEASE_MS if send else now)
+            replace(
+                job.delivery,
+                attempts=job.delivery.attempts + 1,
+                next_retry_at=now + self._lease_ms(job),
+            )
+            if send
+            else replace(job.delivery, next_retry_at=now)
             for job, send in zip(jobs, sendable, strict=True)
         ]
         try:
-            await self._store.add_deliveries(rows)
+            superseded = await self._store.add_deliveries(rows, now_ms=now)
         except BaseException:
             for job, send in zip(jobs, sendable, strict=True):
                 if send:
@@ -105,10 +126,15 @@ class DeliveryWorker:
             raise
         started = 0
         for job, row, send in zip(jobs, rows, sendable, strict=True):
+            if row.id in superseded:
+                if send:
+                    self._release_slot(job.webhook.id)
+                continue
+            self._saw(job.delivery)
             if not send:
                 self._wake.set()
                 continue
-            self._spawn(job.webhook, row)
+            self._spawn(job.webhook, replace(row, attempts=job.delivery.attempts))
             started += 1
             if started % _SPAWN_GROUP == 0:
                 # Let this group put its requests on the wire before starting the next:
@@ -119,6 +145,14 @@ class DeliveryWorker:
             for job in jobs:
                 self._inserted[job.webhook.id] = self._inserted.get(job.webhook.id, 0) + 1
             self._inserted_total += len(jobs)
+
+    def _lease_ms(self, job: Job) -> int:
+        lease = job.webhook.delivery_config.lease_ms
+        key = key_of(job.delivery)
+        if key is not None and key in self._on_wire:
+            # It first waits for the attempt of its key on the wire to end.
+            lease += job.webhook.delivery_config.timeoutMs
+        return lease
 
     def wake(self) -> None:
         """Look at the queue now (a manual retry was queued)."""
@@ -149,7 +183,17 @@ class DeliveryWorker:
         task.add_done_callback(self._tasks.discard)
 
     async def _attempt(self, webhook: Webhook, delivery: Delivery) -> None:
+        key = key_of(delivery)
+        done: asyncio.Event | None = None
         try:
+            if key is not None:
+                while (busy := self._on_wire.get(key)) is not None:
+                    await busy.wait()
+                newer = self._newer_than(key, delivery)
+                if newer is not None:
+                    self._superseded(delivery, newer)
+                    return
+                done = self._on_wire[key] = asyncio.Event()
             result = await self._sender.post(
                 webhook,
                 delivery_id=delivery.id,
@@ -161,14 +205,60 @@ class DeliveryWorker:
             result = AttemptResult(error="internal error during the attempt")
         finally:
             self._release_slot(webhook.id)
+            if done is not None and key is not None:
+                del self._on_wire[key]
+                done.set()
         self._finish(webhook, delivery, result)
+
+    # --- states (states.py) ---
+
+    def _saw(self, delivery: Delivery) -> None:
+        """A delivery of a state was queued or claimed here: remember it if it is the
+        newest of its key."""
+        key = key_of(delivery)
+        if key is None:
+            return
+        stamp = _stamp(delivery)
+        known = self._newest.get(key)
+        if known is None or stamp > known:
+            self._newest[key] = stamp
+        self._newest.move_to_end(key)
+        if len(self._newest) > NEWEST_KEYS:
+            self._newest.popitem(last=False)
+
+    def _newer_than(self, key: StateKey, delivery: Delivery) -> str | None:
+        known = self._newest.get(key)
+        if known is not None and known > _stamp(delivery):
+            return known.delivery_id
+        return None
+
+    def _superseded(self, delivery: Delivery, by: str) -> None:
+        """Not attempted: a newer delivery of its state was queued here meanwhile."""
+        outcome = Outcome(
+            delivery.id,
+            DeliveryStatus.SUPERSEDED,
+            delivery.attempts,
+            AttemptResult(
+                status_code=delivery.status_code,
+                response_body=delivery.response_body,
+                duration_ms=delivery.duration_ms or 0,
+                error=delivery.error,
+            ),
+            now_ms(),
+            superseded_by=by,
+        )
+        self._push(outcome)
 
     def _finish(self, webhook: Webhook, delivery: Delivery, result: AttemptResult) -> None:
         finished = now_ms()
         attempts = delivery.attempts + 1
         next_retry_at: int | None = None
+        key = key_of(delivery)
+        newer = self._newer_than(key, delivery) if key is not None else None
         if result.succeeded:
             status = DeliveryStatus.SUCCESS
+        elif newer is not None:
+            status = DeliveryStatus.SUPERSEDED  # not retried: a newer state is on its way
         elif result.permanent:
             status = DeliveryStatus.FAILED
         elif attempts < delivery.max_attempts:
@@ -183,7 +273,12 @@ class DeliveryWorker:
                 delivery.id,
                 attempts,
             )
-        outcome = Outcome(delivery.id, status, attempts, result, finished, next_retry_at)
+        superseded_by = newer if status is DeliveryStatus.SUPERSEDED else None
+        self._push(
+            Outcome(delivery.id, status, attempts, result, finished, next_retry_at, superseded_by)
+        )
+
+    def _push(self, outcome: Outcome) -> None:
         self._outcomes.append(outcome)
         self._outcomes_ready.set()
         if self.on_outcome is not None:
@@ -237,19 +332,18 @@ class DeliveryWorker:
 
     async def _claim_and_send(self) -> None:
         try:
-            claimed = await self._store.claim_due(
-                now_ms=now_ms(), lease_ms=LEASE_MS, limit=CLAIM_BATCH
-            )
+            claimed = await self._store.claim_due(now_ms=now_ms(), limit=CLAIM_BATCH)
         except Exception:
             logger.exception("could not read the webhook retry queue")
             return
         busy: list[str] = []
         for delivery in claimed:
+            self._saw(delivery)
+        for delivery in claimed:
             webhook = await self._lookup(delivery.webhook_id)
             if webhook is None or not webhook.enabled:
                 why = "webhook deleted" if webhook is None else "webhook disabled"
-                self._outcomes.append(_closed(delivery, why))
-                self._outcomes_ready.set()
+                self._push(_closed(delivery, why))
             elif self._has_slot(webhook.id, reserve=True):
                 self._spawn(webhook, delivery)
             else:
@@ -298,6 +392,10 @@ class DeliveryWorker:
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
         await self._flush()
+
+
+def _stamp(delivery: Delivery) -> Stamp:
+    return Stamp(delivery.happened_at, delivery.created_at, delivery.id)
 
 
 def _closed(delivery: Delivery, why: str) -> Outcome:
