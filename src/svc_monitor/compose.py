@@ -92,8 +92,9 @@ def build_services(settings: Settings, *, clock: Callable[[], float] = time.time
         if settings.OTEL_TELEMETRY_ENABLED and any(o.url for o in export_options.values())
         else None
     )
-    # What must survive a takeover: alerts firing, instances reported down.
-    shared_alerts = SharedAlerts(AlertStateStore(db) if db.shared else None)
+    # What must survive a takeover or a restart on lasting storage: alerts firing,
+    # instances reported down (docs/features/webhooks.md#across-restarts-and-replicas).
+    shared_alerts = SharedAlerts(AlertStateStore(db) if db.persistent else None)
     event_exporter = None
     if (
         otlp_transport is not None

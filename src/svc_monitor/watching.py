@@ -145,7 +145,8 @@ def build_sources(
         pipe=pipe,
         live_state=services.live_state,
         ownership=services.ownership,
-        # Taken over from another replica: carry on from the alerts it had sent.
+        # Taken over from another replica, or polled again after a restart on lasting
+        # storage: carry on from the alerts sent before.
         carry_on=carry_on if shared.enabled else None,
         kinds=[InfoPoller(connections, pipe, rides).kind(), *kinds],
     )

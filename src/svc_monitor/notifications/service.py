@@ -103,11 +103,13 @@ class AlertStates:
 
 
 class SharedAlerts:
-    """The alert states that must survive a takeover, written through to storage.
+    """The alert states that must survive a takeover or a restart, written through to
+    storage.
 
-    Only where replicas share the storage: `store` is None on memory and SQLite, which
-    serve one process (and keep the spec's in-memory state alone); there every change is
-    let go at once. Writes go out in the
+    On lasting storage only (SQLite, PostgreSQL, Turso): `store` is None on memory, which
+    a restart empties anyway; there every change is let go at once. On SQLite it is what
+    lets a restarted process say instance.up for an instance it had reported down, and not
+    page again for an alert still firing. Writes go out in the
     background, in order, so a poll never waits on them; a change lost to a storage
     outage can only make the next holder send an alert once more (at least once).
     """
