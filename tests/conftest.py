@@ -11,6 +11,7 @@ pytest_plugins = [
     "tests.fixtures.workspace",
     "tests.fixtures.broker",
     "tests.fixtures.receiver",
+    "tests.fixtures.webhook_store",
     "tests.fixtures.otlp_receiver",
     "tests.fixtures.private_postgres",
     "tests.fixtures.sshd",

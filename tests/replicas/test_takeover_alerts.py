@@ -7,31 +7,21 @@ to real receivers."""
 import asyncio
 import signal
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import httpx
 import pytest
 
+from tests.fixtures.alerting import of_type, over_ninety_percent
 from tests.fixtures.app import make_settings, running_app, target_of
 from tests.fixtures.otlp_receiver import OtlpReceiver
 from tests.fixtures.receiver import Receiver
 from tests.fixtures.replica_processes import eventually, replica_env, replica_process
-from tests.fixtures.servers import RunningServer, ServerFactory
+from tests.fixtures.servers import ServerFactory
 
 FAST = {"REPLICA_HEARTBEAT_MS": 250, "REPLICA_TIMEOUT_MS": 1000, "NODE_ENV": "development"}
 
 pytestmark = pytest.mark.timeout(180)
-
-
-def over_ninety_percent(server: RunningServer) -> None:
-    """maxmemory just above what the server uses: memory.critical (above 90 %) fires."""
-    client = server.client()
-    used = int(cast(dict[str, Any], client.info("memory"))["used_memory"])
-    client.config_set("maxmemory", str(int(used / 0.95)))
-
-
-def of_type(receiver: Receiver, event_type: str) -> list[dict[str, Any]]:
-    return [r.json for r in receiver.requests if r.json["event"] == event_type]
 
 
 def logged(collector: OtlpReceiver, event_type: str) -> int:

@@ -4,50 +4,25 @@ unattempted (its webhook busy) does not count."""
 
 import time
 import uuid
-from collections.abc import AsyncIterator
-from typing import Any
 
 import pytest
 
-from svc_monitor.kit.secret_box import SecretBox
-from svc_monitor.notifications.schemas import Thresholds
-from svc_monitor.storage.database import Database
-from svc_monitor.webhooks.models import Delivery, DeliveryStatus, Webhook
-from svc_monitor.webhooks.schemas import AlertConfig, DeliveryConfig, RetryPolicy
+from svc_monitor.webhooks.models import Delivery, DeliveryStatus
+from svc_monitor.webhooks.schemas import DeliveryConfig
 from svc_monitor.webhooks.store import WebhookStore
-from tests.fixtures.app import make_settings
+from tests.fixtures.webhook_store import stored_webhook
 
 NOW = int(time.time() * 1000)
 LEASE_MS = DeliveryConfig().lease_ms  # the webhook's timeout, and room to record
 
 
 @pytest.fixture
-async def store(storage: dict[str, Any]) -> AsyncIterator[WebhookStore]:
-    db = Database.from_settings(make_settings(**storage))
-    await db.migrate()
-    webhooks = WebhookStore(db, SecretBox(None, salt="test"))
-    yield webhooks
-    await db.close()
+def store(webhook_store: WebhookStore) -> WebhookStore:
+    return webhook_store
 
 
 async def queued(store: WebhookStore) -> str:
-    webhook = Webhook(
-        id=str(uuid.uuid4()),
-        name="ops",
-        url="https://hooks.example.com/x",
-        secret=None,
-        enabled=True,
-        events=("instance.down",),
-        headers={},
-        retry_policy=RetryPolicy(),
-        delivery_config=DeliveryConfig(),
-        alert_config=AlertConfig(),
-        thresholds=Thresholds(),
-        connection_id=None,
-        created_at=NOW,
-        updated_at=NOW,
-    )
-    await store.insert(webhook)
+    webhook = await stored_webhook(store, events=("instance.down",))
     delivery = Delivery(
         id=str(uuid.uuid4()),
         webhook_id=webhook.id,

@@ -6,29 +6,19 @@ the other on one file, real servers, a real receiver."""
 
 import asyncio
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
+from tests.fixtures.alerting import of_type, over_ninety_percent
 from tests.fixtures.app import make_settings, running_app, target_of
 from tests.fixtures.receiver import Receiver
 from tests.fixtures.replica_processes import eventually
-from tests.fixtures.servers import RunningServer, ServerFactory
+from tests.fixtures.servers import ServerFactory
 
 pytestmark = pytest.mark.timeout(120)
 
 EVENTS = ["memory.critical", "instance.down", "instance.up"]
-
-
-def over_ninety_percent(server: RunningServer) -> None:
-    """maxmemory just above what the server uses: memory.critical (above 90 %) fires."""
-    client = server.client()
-    used = int(cast(dict[str, Any], client.info("memory"))["used_memory"])
-    client.config_set("maxmemory", str(int(used / 0.95)))
-
-
-def of_type(receiver: Receiver, event_type: str) -> list[dict[str, Any]]:
-    return [r.json for r in receiver.requests if r.json["event"] == event_type]
 
 
 async def test_a_restart_on_sqlite_says_up_for_what_it_reported_down_and_pages_nothing_twice(

@@ -5,21 +5,18 @@ state is never sent after a newer one; occurrences are left alone."""
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from svc_monitor.event_types.instance import InstanceDown, InstanceUp
-from svc_monitor.kit.secret_box import SecretBox
-from svc_monitor.notifications.schemas import Thresholds
-from svc_monitor.storage.database import Database
-from svc_monitor.webhooks.models import AttemptResult, Delivery, DeliveryStatus, Outcome, Webhook
-from svc_monitor.webhooks.schemas import AlertConfig, DeliveryConfig, RetryPolicy
+from svc_monitor.webhooks.models import AttemptResult, Delivery, DeliveryStatus, Outcome
+from svc_monitor.webhooks.schemas import DeliveryConfig
 from svc_monitor.webhooks.store import WebhookStore
-from tests.fixtures.app import AppFactory, RunningApp, make_settings
+from tests.fixtures.app import AppFactory, RunningApp
 from tests.fixtures.receiver import Answer, Receiver
 from tests.fixtures.waiting import eventually
+from tests.fixtures.webhook_store import stored_webhook
 
 NOW = int(time.time() * 1000)
 LEASE_MS = DeliveryConfig().lease_ms
@@ -29,33 +26,12 @@ LEASE_MS = DeliveryConfig().lease_ms
 
 
 @pytest.fixture
-async def store(storage: dict[str, Any]) -> AsyncIterator[WebhookStore]:
-    db = Database.from_settings(make_settings(**storage))
-    await db.migrate()
-    webhooks = WebhookStore(db, SecretBox(None, salt="test"))
-    yield webhooks
-    await db.close()
+def store(webhook_store: WebhookStore) -> WebhookStore:
+    return webhook_store
 
 
 async def webhook(store: WebhookStore) -> str:
-    hook = Webhook(
-        id=str(uuid.uuid4()),
-        name="ops",
-        url="https://hooks.example.com/x",
-        secret=None,
-        enabled=True,
-        events=("instance.down", "instance.up"),
-        headers={},
-        retry_policy=RetryPolicy(),
-        delivery_config=DeliveryConfig(),
-        alert_config=AlertConfig(),
-        thresholds=Thresholds(),
-        connection_id=None,
-        created_at=NOW,
-        updated_at=NOW,
-    )
-    await store.insert(hook)
-    return hook.id
+    return (await stored_webhook(store, events=("instance.down", "instance.up"))).id
 
 
 def delivery(
