@@ -15,6 +15,7 @@ from urllib.parse import urlencode
 import pytest
 from playwright.async_api import Page, expect
 
+from svc_monitor.event_types.access import AclDenied
 from svc_monitor.event_types.instance import InstanceDown
 from svc_monitor.licensing.models import WEBHOOK_EVENT_TIERS
 from svc_monitor.webhooks.schemas import DeliveryRead, RetryPolicy, WebhookCreate, WebhookRead
@@ -358,14 +359,25 @@ class TestEditorOverHttp:
         self, dev: RunningApp, receiver: Receiver
     ):
         service = dev.services.webhooks
+        # An occurrence (client.blocked), each one delivered: of a state (instance.down),
+        # a newer one would supersede those still waiting on a loaded machine.
         hook = await service.create(
-            WebhookCreate(name="x", url=receiver.url(), events=["instance.down"]),
+            WebhookCreate(name="x", url=receiver.url(), events=["client.blocked"]),
             connection_id=None,
         )
         (connection,) = await dev.services.connections.list()
         for n in range(51):
             dev.services.bus.publish(
-                InstanceDown(connection_id=connection.id, reason="unreachable", message=f"{n}")
+                AclDenied(
+                    connection_id=connection.id,
+                    reason="auth",
+                    username=f"#{n}",
+                    client_info="addr=127.0.0.1:50000",
+                    context="toplevel",
+                    object="AUTH",
+                    count=1,
+                    timestamp_s=1_700_000_000,
+                )
             )
         await receiver.wait_for(51, within=20)
         await settled(service, hook, "success")
