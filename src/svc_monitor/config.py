@@ -137,8 +137,8 @@ class Settings(BaseSettings):
     """Extra CA bundle trusted for every TLS connection, beside the system store and each
     connection's tlsCaCert."""
 
-    # --- polling and history: the intervals beside the five runtime settings
-    # (docs/features/polling-and-history.md) ---
+    # --- polling and history (docs/features/polling-and-history.md) ---
+    # The intervals beside the five runtime settings, read at startup like every variable.
     HISTORY_SAMPLE_INTERVAL_MS: Annotated[int, Field(ge=100)] = 10000
     """How often INFO becomes a stored memory snapshot and stats sample."""
     SLOWLOG_POLL_INTERVAL_MS: Annotated[int, Field(ge=100)] = 10000
