@@ -85,7 +85,7 @@ class TestRules:
         assert named in error_of(**values)
 
     def test_hosted_turso_url_without_token_starts(self):
-        # The spec: it starts, and fails on the first query instead.
+        # It starts, and fails on the first query instead (docs/features/storage.md).
         s = settings(STORAGE_TYPE="turso", STORAGE_URL="https://db.example.turso.io")
         assert s.STORAGE_TYPE is StorageType.TURSO
 

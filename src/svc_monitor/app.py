@@ -77,7 +77,8 @@ OTLP log record.
 
 {event_table()}
 
-Payloads the spec leaves open, and the event types we added (with the tier each needs):
+Payloads of the spike events and of the event types svc-monitor adds (with the tier each
+needs); the fields of the others are listed on the documentation's webhooks page:
 
 {payload_notes()}"""
 _CANARY_TEXT = "svc-monitor encryption canary"

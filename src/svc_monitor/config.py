@@ -128,7 +128,7 @@ class Settings(BaseSettings):
     REPLICA_ADDRESS: Annotated[str, Field(max_length=300)] | None = None
     """How operators and the other replicas reach this one; default http://<hostname>:<PORT>."""
 
-    # --- reaching instances (ours: the spec names no timeouts) ---
+    # --- reaching instances (docs/reference/configuration.md#reaching-instances) ---
     ENGINE_CONNECT_TIMEOUT_MS: Annotated[int, Field(ge=100, le=60000)] = 3000
     """Connect timeout to monitored instances."""
     ENGINE_COMMAND_TIMEOUT_MS: Annotated[int, Field(ge=100, le=300000)] = 5000
@@ -137,7 +137,8 @@ class Settings(BaseSettings):
     """Extra CA bundle trusted for every TLS connection, beside the system store and each
     connection's tlsCaCert."""
 
-    # --- polling and history (ours: intervals the spec leaves open) ---
+    # --- polling and history (docs/features/polling-and-history.md) ---
+    # The intervals beside the five runtime settings, read at startup like every variable.
     HISTORY_SAMPLE_INTERVAL_MS: Annotated[int, Field(ge=100)] = 10000
     """How often INFO becomes a stored memory snapshot and stats sample."""
     SLOWLOG_POLL_INTERVAL_MS: Annotated[int, Field(ge=100)] = 10000
@@ -146,8 +147,9 @@ class Settings(BaseSettings):
     """INFO commandstats polling interval."""
     LATENCY_POLL_INTERVAL_MS: Annotated[int, Field(ge=100)] = 30000
     """LATENCY LATEST / HISTOGRAM polling interval."""
-    # ours (the spec names none): ACL LIST + INFO commandstats per pass for acl.modified and
-    # config.changed; CONFIG GET * only after a CONFIG SET was counted
+    # ACL LIST + INFO commandstats per pass for acl.modified and config.changed; CONFIG GET *
+    # only after a CONFIG SET was counted
+    # (docs/features/webhooks.md#how-aclmodified-and-configchanged-are-detected)
     CONFIG_WATCH_INTERVAL_MS: Annotated[int, Field(ge=100)] = 10000
     """How often ACL LIST and the CONFIG SET count are checked for acl.modified and
     config.changed."""
@@ -355,7 +357,8 @@ class Settings(BaseSettings):
     @field_validator("OTEL_METRICS_EXPORT_MODE", mode="before")
     @classmethod
     def _unknown_export_mode_is_mirror(cls, value: Any) -> Any:
-        # The spec: an unknown mode logs a warning and falls back, it does not stop the service.
+        # An unknown mode logs a warning and falls back, it does not stop the service
+        # (docs/features/otlp-export.md#otlp-export-metrics-and-events).
         if isinstance(value, str) and value.strip().lower() not in {m.value for m in ExportMode}:
             logger.warning(
                 "OTEL_METRICS_EXPORT_MODE=%r is not mirror or semconv; using mirror", value

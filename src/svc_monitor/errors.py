@@ -12,8 +12,9 @@
 
 Domain errors subclass these next to their service. Services raise them; api.py
 never catches them. Every expected failure carries a 4xx/501/503 status, so a 500
-always means a bug. api/error_responses.py renders them as the spec's body
-`{statusCode, message, error}`; nothing here knows HTTP beyond the status number.
+always means a bug. api/error_responses.py renders them as the one error body
+`{statusCode, message, error}` (docs/features/http-api.md); nothing here knows HTTP
+beyond the status number.
 """
 
 from typing import Any

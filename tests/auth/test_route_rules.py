@@ -76,7 +76,8 @@ async def test_every_route_has_exactly_the_rules_it_needs(team: tuple[Workspace,
     assert stale == [], f"RULES lines for routes that do not exist: {stale}"
 
 
-# The spec's rule 1: every POST, PUT, PATCH and DELETE answers 403 for a member, except
+# docs/features/users-and-access.md#roles: every POST, PUT, PATCH and DELETE answers 403 for
+# a member, except
 # signing in and out (open to all: PUBLIC) and the read-only POSTs. Beyond those, a member
 # makes and revokes their own personal tokens (no one else's: the service looks a token up
 # under its caller only), so that MCP and scripts work for them with their member role.

@@ -27,8 +27,9 @@ PUSHED = ("10.4.4.4", 6379)
 STALE_AFTER_S = 60
 LIVE_ONLY = "x-live-only"
 _METHODS = ("get", "put", "post", "patch", "delete")
-# The routes the spec's "pushed-data behavior" names, each of which answered something else
-# for a push connection before (cluster mode disabled, not supported, no fresh metrics).
+# Live-only routes of docs/features/otlp-push-and-traces.md#push-connections, each of which
+# answered something else for a push connection before (cluster mode disabled, not
+# supported, no fresh metrics).
 NAMED = {
     ("get", "/api/metrics/cluster/info"),
     ("get", "/api/metrics/cluster/nodes"),

@@ -1,6 +1,6 @@
-"""Who may do what with MONITOR captures when user control is on (spec, Authentication
-rules 1-3): members read, tail and export; only admins start, stop and delete; nobody
-signed out gets anything, over HTTP or the socket."""
+"""Who may do what with MONITOR captures when user control is on
+(docs/features/monitor.md#who-may-do-what): members read, tail and export; only admins
+start, stop and delete; nobody signed out gets anything, over HTTP or the socket."""
 
 import asyncio
 from collections.abc import AsyncIterator

@@ -3,7 +3,8 @@ the member signs in, makes a token over the REST API, and an assistant uses it t
 the MCP SDK's own client over stdio (`svc-monitor mcp` with SVC_URL and SVC_TOKEN) and
 over HTTP at /mcp: read tools answer, admin tools are refused; once the member revokes
 it, every MCP call with it is refused. Each step the activity log keeps is there, under
-the member's name; refusals (401, 403) are not, as the spec says."""
+the member's name; refusals (401, 403) are not
+(docs/features/users-and-access.md#activity-log)."""
 
 from collections.abc import AsyncIterator
 from typing import Any

@@ -1,4 +1,5 @@
-"""EngineClient against real servers and real faults on loopback (checklist H and 3.2)."""
+"""EngineClient against real servers and real faults on loopback: hung, refusing, slow and
+misbehaving servers."""
 
 import asyncio
 import socket
@@ -111,7 +112,7 @@ def closed_port() -> int:
 
 @pytest.fixture
 def never_accepting_port() -> Iterator[int]:
-    """A listener whose backlog is full: further connects hang in SYN_SENT (checklist 3.2.3)."""
+    """A listener whose backlog is full: further connects hang in SYN_SENT."""
     with socket.socket() as listener, socket.socket() as filler:
         listener.bind((HOST, 0))
         listener.listen(0)
@@ -360,7 +361,7 @@ class CraftedServer:
     and every other command with +OK.
 
     It stands in for servers that are not Valkey or Redis, or that misbehave, which no
-    real engine can be made to do (checklist H12, H20).
+    real engine can be made to do (protocol violations; a target that is not an engine).
     """
 
     def __init__(self, reply: bytes, *, always: bool = False) -> None:

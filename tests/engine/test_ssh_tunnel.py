@@ -1,4 +1,5 @@
-"""SshForward through a real OpenSSH server to a real Valkey (checklist E, spec sshTunnel)."""
+"""SshForward through a real OpenSSH server to a real Valkey
+(docs/features/connections.md#ssh-tunnels)."""
 
 import asyncio
 import socket

@@ -1,4 +1,5 @@
-"""Licence token verification against hostile tokens (security checklist, section F)."""
+"""Licence token verification against hostile tokens
+(docs/features/licensing.md#the-licence-token)."""
 
 import base64
 import hashlib

@@ -1,6 +1,6 @@
 """The Collector configuration we hand out: parsed as the Collector would read it (YAML),
-with every key the spec's "Collector configuration shape" asks for, and served by
-GET /api/otlp/collector-config."""
+with every key docs/features/otlp-push-and-traces.md#the-collector-side lists, and served
+by GET /api/otlp/collector-config."""
 
 from typing import Any
 

@@ -71,8 +71,9 @@ def test_a_malformed_header_list_is_refused_naming_the_variable_not_its_value() 
 
 
 class TestEndpoints:
-    """The specification's rule: a per-signal endpoint is the whole URL, used as it is;
-    the general one is a base that gets /v1/metrics or /v1/logs; per-signal wins."""
+    """The OpenTelemetry SDKs' rule (docs/features/otlp-export.md): a per-signal endpoint is
+    the whole URL, used as it is; the general one is a base that gets /v1/metrics or
+    /v1/logs; per-signal wins."""
 
     async def test_a_per_signal_endpoint_is_used_as_is_and_the_general_one_gets_the_path(
         self, otlp_receiver: OtlpReceiver

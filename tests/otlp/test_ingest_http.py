@@ -2,9 +2,9 @@
 
 Gate (404, 401), content type and encoding (415), size measured while inflating (413),
 malformed bodies (400 with a google.rpc.Status in the request's encoding, never 500),
-and the Export*ServiceResponse answered in kind. Hostile inputs follow the receiver part
-(A) of ../shared/reference/security-checklist.md; the item ids are in the test names'
-docstrings where they apply.
+and the Export*ServiceResponse answered in kind (docs/features/otlp-push-and-traces.md).
+Hostile inputs are the receiver's cases of svc-monitor's security review; their ids (A01
+...) start the docstrings where they apply, so a case can be found by its id.
 """
 
 import asyncio
@@ -840,7 +840,7 @@ class TestOtlpJson:
         assert (await receiver.pushed_fields())["memory"]["used_memory"] == 55
 
     async def test_exemplar_ids_are_read_as_hex(self, receiver: Receiver):
-        """A24: upper-case hex as the OTLP spec's own example writes them."""
+        """A24: upper-case hex, as the example in OpenTelemetry's OTLP documentation writes them."""
         exemplar = {
             "traceId": "5B8EFFF798038103D269B633813FC60C",
             "spanId": "EEE19B7EC3C1B174",

@@ -2,7 +2,7 @@
 standalone Valkey 9.1, a Valkey cluster node and a Redis 7 connected.
 
 What a collector's operator would check: one resource in mode mirror and one per node in
-mode semconv, the names, units, attributes and shapes of the spec's tables, pushes on
+mode semconv, the names, units, attributes and shapes of docs/features/otlp-export.md, pushes on
 schedule even when the collector hangs, nothing sent when export is off, and the
 exporter's own counters in the scrape.
 """

@@ -1,5 +1,6 @@
-"""The export's conversion from Prometheus families to OTLP, without servers: the spec's
-name table line by line, the conversions, both modes' shapes, and the series memory."""
+"""The export's conversion from Prometheus families to OTLP, without servers: the name
+table line by line, the conversions, both modes' shapes, and the series memory
+(docs/features/otlp-export.md)."""
 
 import re
 from typing import Any
@@ -24,8 +25,9 @@ from svc_monitor.otlp.export.series_memory import SeriesMemory
 from svc_monitor.prometheus.catalogue import exposed_names
 from svc_monitor.prometheus.process import own_collectors
 
-# The spec's table (000_14c4c6dea4d0126c.txt, "Export metric families"), with the names we
-# ship: kvv -> <engine>, svc_nodejs_* -> the Python runtime (checked separately below).
+# The expected name of each family in mode semconv, written out by hand so that a change
+# to semconv_names.py that renames a metric fails here: `kvv.` stands for the node's engine
+# prefix (`valkey.` or `redis.`); the Python runtime's families are checked below.
 SPEC_TABLE = """
 svc_memory_used_bytes → kvv.memory.used [By]
 svc_memory_used_rss_bytes → kvv.memory.rss [By]
@@ -138,8 +140,9 @@ svc_python_gc_collections_total → cpython.gc.collections [{collection}]
 svc_python_gc_objects_collected_total → cpython.gc.collected_objects [{object}]
 svc_python_gc_objects_uncollectable_total → cpython.gc.uncollectable_objects [{object}]
 """
-# promtool refuses four of the spec's scrape names; the catalogue ships these instead
-# (same OTLP names; the two durations are in seconds on the scrape, us in the export).
+# promtool refuses four of the scrape names the table above starts from; the catalogue
+# ships these instead (same OTLP names; the two durations are in seconds on the scrape, us
+# in the export: docs/features/prometheus.md#prometheus).
 SHIPPED_AS = {
     "svc_instantaneous_ops_per_sec": "svc_instantaneous_ops_per_second",
     "svc_commandstats_latency_us": "svc_commandstats_latency_seconds",
@@ -156,9 +159,9 @@ def engine_name(name: str, engine: str) -> str:
     return name.replace("kvv.", f"{engine}.", 1)
 
 
-class TestTheSpecTable:
+class TestTheNameTable:
     @pytest.mark.parametrize(("family", "name", "unit", "key", "value"), SPEC_ROWS)
-    def test_each_family_maps_to_the_specs_name_and_unit(self, family, name, unit, key, value):
+    def test_each_family_maps_to_its_expected_name_and_unit(self, family, name, unit, key, value):
         entry = lookup(SHIPPED_AS.get(family, family))
         assert entry is not None, family
         assert entry.conversion is not Conversion.DROPPED
@@ -174,14 +177,14 @@ class TestTheSpecTable:
             assert entry is not None
             assert entry.conversion is Conversion.DROPPED
 
-    def test_the_table_holds_nothing_the_spec_does_not_name(self):
+    def test_the_table_holds_nothing_the_expected_table_lacks(self):
         spec = {SHIPPED_AS.get(row[0], row[0]).removesuffix("_total") for row in SPEC_ROWS}
         extra = set(TABLE) - spec - {"svc_keyspace_keys", "svc_keyspace_keys_expiring"}
         assert extra == set()
 
     def test_every_exposed_name_has_an_entry_or_is_a_kept_or_skipped_one(self):
-        # What may keep its scrape name: the process families the spec keeps, our own
-        # exporter counters; histograms are skipped.
+        # What may keep its scrape name: the process families without an OTLP name, the
+        # exporter's own counters; histograms are skipped (docs/features/otlp-export.md).
         kept = {
             "svc_process_cpu_seconds_total",
             "svc_process_max_fds",

@@ -46,7 +46,8 @@ class Watch:
         return hook
 
     async def delivered(self, event: str, *, within: float = 15) -> Received:
-        """The first request for `event`, checked as a receiver following the spec would."""
+        """The first request for `event`, checked as a receiver following
+        docs/features/webhooks.md#signatures would."""
 
         def arrived() -> list[Received]:
             return [r for r in self.receiver.requests if r.event == event]

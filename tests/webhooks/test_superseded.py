@@ -111,7 +111,8 @@ class TestStoredOrder:
         await store.add_deliveries([up], now_ms=NOW + 1000)
         # A finished delivery keeps what became of it ...
         assert (await status_of(store, down.id)).status is DeliveryStatus.DEAD_LETTER
-        # ... and retried by hand (queued, as the spec wants) it is judged when claimed.
+        # ... and retried by hand (queued, always: docs/features/webhooks.md#retries-and-states)
+        # it is judged when claimed.
         assert await store.requeue(down.id, now_ms=NOW + 2000, max_attempts=2)
         assert await store.claim_due(now_ms=NOW + 2000, limit=10) == []
         stale = await status_of(store, down.id)

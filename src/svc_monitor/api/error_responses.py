@@ -1,8 +1,9 @@
 """The one place errors become HTTP responses, and the body every error answer has.
 
-AppError (errors.py) and Starlette's HTTPException (routing 404/405) render as the spec's
-`{statusCode, message, error}`; a RequestValidationError becomes a 422 that names the
-field. What a handler did not expect is answered by ErrorPolicy, by its class:
+AppError (errors.py) and Starlette's HTTPException (routing 404/405) render as the one
+error body `{statusCode, message, error}` (docs/features/http-api.md); a
+RequestValidationError becomes a 422 that names the field. What a handler did not expect
+is answered by ErrorPolicy, by its class:
 
     EngineError (a monitored instance down, hung, refusing)  503 naming the instance
     storage out: unreachable, read-only, full (failures.py)   503 with Retry-After

@@ -1,8 +1,8 @@
 """The activity log: who changed what, signed in or out, or ran a CLI command.
 
 Entries are only ever added (and pruned after ACTIVITY_RETENTION_DAYS); no route edits
-or deletes them. Refused requests (401/403) are not recorded: the spec keeps the log
-to what actually happened.
+or deletes them. Refused requests (401/403) are not recorded: the log keeps to what
+actually happened (docs/features/users-and-access.md#activity-log).
 """
 
 import logging

@@ -4,11 +4,12 @@ Every route of the app has a line in RULES, keyed by method and path template as
 OpenAPI writes them. A route without a line is refused for everyone (deny by default)
 and fails tests/auth/test_route_rules.py, so a new route cannot ship unguarded.
 
-The spec's role table, in short: members read everything except the activity log and
-server configuration; every POST/PUT/PATCH/DELETE needs an admin, except signing in
-and out and the read-only POSTs; only the owner transfers ownership. One exception of
-ours: a member makes and revokes their own personal tokens (each user reaches only
-their own: auth/service.py), so MCP and scripts work for members, with the member role.
+The role table (docs/features/users-and-access.md#roles), in short: members read
+everything except the activity log and server configuration; every POST/PUT/PATCH/DELETE
+needs an admin, except signing in and out and the read-only POSTs; only the owner
+transfers ownership. One exception: a member makes and revokes their own personal tokens
+(each user reaches only their own: auth/service.py), so MCP and scripts work for members,
+with the member role.
 """
 
 from enum import IntEnum
@@ -101,7 +102,7 @@ RULES: dict[str, Access] = {
     "DELETE /api/workspace/invitations/{invitation_id}": ADMIN,
     "GET /api/workspace/activity": ADMIN,
     # --- personal API tokens: each user lists, makes and revokes their own, members too
-    # (an exception to the spec's rule 1: without a token a member has no MCP at all);
+    # (an exception to "members change nothing": without a token a member has no MCP);
     # a member's token acts as a member, and no one reaches another user's tokens ---
     "GET /api/tokens": MEMBER,
     "POST /api/tokens": MEMBER,
@@ -279,7 +280,8 @@ RULES: dict[str, Access] = {
     "WS /api/cli/ws": MEMBER,
     "GET /cli": MEMBER,
     # --- MONITOR captures (console/monitor/): members read, tail and export; changes are
-    # an admin's, except the preflight, a read-only POST (spec rule 1) ---
+    # an admin's, except the preflight, a read-only POST
+    # (docs/features/users-and-access.md#roles) ---
     "POST /api/monitor/sessions/preflight": MEMBER,
     "POST /api/monitor/sessions": ADMIN,
     "GET /api/monitor/sessions": MEMBER,

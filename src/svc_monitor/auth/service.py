@@ -1,8 +1,9 @@
 """The workspace: who may sign in, with what role, and how they prove it.
 
 Accounts (claim, sign-in, sign-out), sessions, members and roles, invitations and
-personal API tokens. Every rule the spec gives lives here; api.py only parses and
-calls. The activity log is its own small service (activity.py) that this one feeds.
+personal API tokens. Every rule of docs/features/users-and-access.md lives here; api.py
+only parses and calls. The activity log is its own small service (activity.py) that this
+one feeds.
 """
 
 import asyncio

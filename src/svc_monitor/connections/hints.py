@@ -1,6 +1,6 @@
-"""What a failed connection test usually means, and what to change (spec, "Managed
-provider notes": refused = wrong port or TLS missing, WRONGPASS = wrong user or token,
-timeout = TLS mismatch).
+"""What a failed connection test usually means, and what to change: refused = wrong port
+or TLS missing, WRONGPASS = wrong user or token, timeout = TLS mismatch
+(docs/features/connections.md#connection-test-hints).
 
 Hints come from the EngineError's kind and reason (engine/errors.py), never from the
 server's text, which stays verbatim in `error`. What each case looks like on the wire was

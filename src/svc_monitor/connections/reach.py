@@ -1,6 +1,6 @@
 """Where a create, edit or test request points: the quick-connect URL, `host:port` and the
-explicit fields merged over what is stored (spec, "Managed provider notes": a provider's
-endpoint comes as host:port in one field, or as a redis:// / rediss:// URL)."""
+explicit fields merged over what is stored (a provider's endpoint comes as host:port in
+one field, or as a redis:// / rediss:// URL: docs/features/connections.md#fields)."""
 
 from dataclasses import dataclass, field
 

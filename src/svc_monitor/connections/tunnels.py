@@ -1,7 +1,7 @@
 """SSH tunnels of polled connections: the API's sshTunnel checked and merged into what is
 stored, turned into the engine's TunnelSpec, and one SshForward kept per connection.
 
-Rules (spec: Connection, sshTunnel):
+Rules (docs/features/connections.md#ssh-tunnels):
 - authMethod is password, keyboard-interactive or privateKey; left out, it is privateKey
   when a key or key path is given and password otherwise (connections stored before the
   field existed read the same way). Each method needs its secret: a password, or exactly

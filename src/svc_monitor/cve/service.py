@@ -3,7 +3,8 @@
 Versions arrive through the one pipe: polled INFO observations (`observe`, a consumer of
 the pipe: `valkey_version` present means Valkey and is the version scanned; a Valkey's
 `redis_version` 7.2.4 is never used) and the push receiver's pushed versions
-(`on_pushed_version`, which already applies the spec's 7.2.4 rule). A connection is
+(`on_pushed_version`, which already sets aside a Valkey's 7.2.4 `redis.version`:
+docs/features/otlp-push-and-traces.md#engine-versions). A connection is
 scanned when its version first arrives or changes, every 6 hours, and after a dataset
 update. Each scan replaces the stored one; an advisory not stored before for that
 connection is new and publishes one CveDetected (webhook `cve.detected`), so rescans
@@ -40,7 +41,7 @@ from svc_monitor.pipe.observation import Observation
 
 logger = logging.getLogger(__name__)
 
-RESCAN_EVERY_MS = 6 * 3_600_000  # spec: "every 6 hours"
+RESCAN_EVERY_MS = 6 * 3_600_000  # every 6 hours (docs/features/cve-scanning.md#when)
 TICK_S = 60.0  # the loop's look at due rescans, dataset updates and removed connections
 SEVERITIES = ("critical", "high", "medium", "low")
 PUSH_MISSING = "redis.version (for Valkey: valkey.version and db.system.name=valkey)"

@@ -1,6 +1,6 @@
 """The automatic baseline behind connection.spike and latency.spike (threshold 0).
 
-The spec leaves the automatic baseline open; this is our rule:
+Our rule (docs/features/webhooks.md#automatic-baseline-latencyspikems-0-connectionspikecount-0):
 
 - Keep the last `window` samples (300 by default: five minutes of INFO polls at the
   default 1 s, or 75 minutes of commandstats polls at 15 s).

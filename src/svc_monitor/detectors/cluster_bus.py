@@ -1,13 +1,13 @@
 """ClusterBusCorruption: a corruption counter of CLUSTER INFO grew between two reads.
 
-The spec names the family `cluster_stats_messages_crc_mismatch` but not where it comes
-from. Stock Valkey 9.1 and Redis 7 have no such counter: their CLUSTER INFO counts
-messages (`cluster_stats_messages_<type>_{sent,received}`, totals, bytes) and
-`total_cluster_links_buffer_limit_exceeded`, and a message that fails the bus's checks
-is dropped without being counted. So any integer field whose name mentions crc,
-checksum, corrupt or invalid is taken as such a counter, which covers builds and forks
-that report one (`cluster_stats_messages_crc_mismatch`, ...), and stays silent on the
-stock engines.
+What counts as corruption is ours to say
+(docs/features/webhooks.md#readings-behind-the-threshold-events): a counter such as
+`cluster_stats_messages_crc_mismatch`. Stock Valkey 9.1 and Redis 7 have no such counter:
+their CLUSTER INFO counts messages (`cluster_stats_messages_<type>_{sent,received}`,
+totals, bytes) and `total_cluster_links_buffer_limit_exceeded`, and a message that fails
+the bus's checks is dropped without being counted. So any integer field whose name
+mentions crc, checksum, corrupt or invalid is taken as such a counter, which covers
+builds and forks that report one, and stays silent on the stock engines.
 
 Per connection, the first read only sets the starting point. After that a counter
 missing from a read counts as 0 (the engines list a per-type counter only once it is

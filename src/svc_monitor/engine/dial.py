@@ -2,7 +2,7 @@
 
 The address dialled can differ from the instance's host: an SSH tunnel (a `Dialer`) hands
 out 127.0.0.1 and a local forwarded port, while TLS still sends the real host name (SNI)
-and verifies the certificate against it (spec, sshTunnel).
+and verifies the certificate against it (docs/features/connections.md#ssh-tunnels).
 
 TLS runs after the TCP connect rather than inside it, so a handshake that gets no answer
 is told apart from a host that does not answer at all: Redis 7.0 on a plain port reads a

@@ -12,7 +12,7 @@ import asyncssh
 from svc_monitor.engine.errors import SshKeyError
 from svc_monitor.kit.gil_handover import to_thread
 
-# A PEM RSA-16384 key is about 12 KiB; anything far larger is not a key (checklist E08).
+# A PEM RSA-16384 key is about 12 KiB; anything far larger is not a key, and is refused.
 MAX_KEY_BYTES = 64 * 1024
 
 

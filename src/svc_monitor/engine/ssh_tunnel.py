@@ -3,15 +3,16 @@
 `SshForward` is an engine/dial.py `Dialer`: the engine client asks `address()` before it
 opens a connection and dials 127.0.0.1 on the forwarded port, while TLS still verifies the
 database's real host name, since the forward carries bytes, not names. Only the configured
-instance is forwarded: cluster and sentinel peers are reached directly (spec: Connection,
-sshTunnel).
+instance is forwarded: cluster and sentinel peers are reached directly
+(docs/features/connections.md#ssh-tunnels).
 
-Host keys are checked during key exchange, before any credential is sent (checklist E02).
-asyncssh asks `SSHClient.validate_host_public_key` only for keys its known_hosts does not
-already trust, and skips it altogether when known_hosts is None; so known_hosts is an empty
-list of trusted keys (never None: E04) and the pin decides. Nothing is read from ~/.ssh
-(config, known_hosts, agent, default keys): the service account's files must not change what
-a connection trusts or offers.
+Host keys are checked during key exchange, before any credential is sent
+(docs/features/connections.md#ssh-tunnels). asyncssh asks
+`SSHClient.validate_host_public_key` only for keys its known_hosts does not already trust,
+and skips it altogether when known_hosts is None; so known_hosts is an empty list of
+trusted keys (never None, which would trust every key) and the pin decides. Nothing is
+read from ~/.ssh (config, known_hosts, agent, default keys): the service account's files
+must not change what a connection trusts or offers.
 """
 
 import asyncio

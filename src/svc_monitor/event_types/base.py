@@ -4,7 +4,8 @@ An event type (`instance.down`, `memory.critical` ...) is declared once, in the 
 module beside the bus event it comes from (instance.py, readings.py, cluster.py,
 access.py, detection.py), right under its payload builder: `event_type(builder, ...)`.
 The builder's docstring is the type's documentation (its first paragraph says when the
-type fires, a second one, where the spec leaves the payload open, describes it), and
+type fires; a second one describes the payload of a type whose fields
+docs/features/webhooks.md#payloads does not list), and
 the example bus event names the class it is built from. table.py gathers them. Everything
 else that names event types reads that table: the licence gates (licensing/models.py),
 the OTLP log severity (otlp/export/event_records.py), the webhook form, OpenAPI's
@@ -99,8 +100,9 @@ class EventType(Generic[E]):
     # of a state supersedes an older one not yet delivered (webhooks/states.py). None for
     # a type that reports an occurrence, which every notification of stands on its own.
     state: str | None = None
-    # The payload in a sentence or two, where the spec leaves it open (or the type is
-    # ours): OpenAPI's description of the webhooks tag shows it.
+    # The payload in a sentence or two, for a type whose fields
+    # docs/features/webhooks.md#payloads does not list (the spike events, the types
+    # svc-monitor adds): OpenAPI's description of the webhooks tag shows it.
     payload: str | None = None
     # A bus event this type turns into a notification: the table's tests build every
     # type from it, so a new type needs no change to them.

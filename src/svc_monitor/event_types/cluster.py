@@ -87,8 +87,9 @@ def _bus_corruption(e: ClusterBusCorruption) -> Data:
     }
 
 
-# Named by us (the spec leaves it open), in the style of the others: lowercase words
-# joined by dots, no underscores (audit.policy.violation), under cluster.*.
+# Named by us, in the style of the others: lowercase words joined by dots, no
+# underscores (audit.policy.violation), under cluster.*
+# (docs/features/webhooks.md#readings-behind-the-threshold-events).
 CLUSTER_BUS_CORRUPTION = event_type(
     _bus_corruption,
     name="cluster.bus.corruption",

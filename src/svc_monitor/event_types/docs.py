@@ -16,7 +16,8 @@ def event_table() -> str:
 
 
 def payload_notes() -> str:
-    """One paragraph per event type whose payload the spec leaves open, or which is ours."""
+    """One paragraph per event type whose fields docs/features/webhooks.md#payloads does
+    not list: the spike events and the types svc-monitor adds."""
     return "\n\n".join(
         f"`{e.name}` ({e.tier}): {e.payload}" for e in EVENT_TYPES if e.payload is not None
     )

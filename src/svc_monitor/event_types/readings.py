@@ -134,7 +134,8 @@ def _compliance(e: MemoryReading) -> Measurement | None:
     return Measurement(pct, data)
 
 
-# The spec's compliance alert: a full instance that cannot evict refuses writes.
+# compliance.alert: memory above its level under `noeviction`, since a full instance that
+# cannot evict refuses writes (docs/reference/webhook-events.md).
 COMPLIANCE_ALERT = event_type(
     _compliance,
     name="compliance.alert",

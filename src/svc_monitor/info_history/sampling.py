@@ -66,8 +66,9 @@ class Sampler:
             "io_threaded_writes": info.get_int("stats", "io_threaded_writes_processed"),
         }
         if observation.pushed:
-            # The spec's rule for pushed snapshots: maxmemory, ops/s and CPU read 0 when
-            # not pushed; every other unpushed field stays null (a gap, not a zero).
+            # Pushed snapshots: maxmemory, ops/s and CPU read 0 when not pushed; every other
+            # unpushed field stays null, a gap, not a zero
+            # (docs/features/otlp-push-and-traces.md#pushed-data-through-the-pipe).
             for name in ("maxmemory", "ops_per_sec", "cpu_sys_percent", "cpu_user_percent"):
                 if memory[name] is None:
                     memory[name] = 0

@@ -60,8 +60,9 @@ _TITLES: dict[Feature, str] = {
     Feature.WEBHOOK_COMPLIANCE_EVENTS: "Compliance and ACL webhook events",
 }
 
-# Webhook event types by the tier that may subscribe to them (webhooks spec, "Tier
-# gating"), in list order; each type declares its tier in event_types/.
+# Webhook event types by the lowest tier that may subscribe to them
+# (docs/reference/webhook-events.md), in list order; each type declares its tier in
+# event_types/.
 WEBHOOK_EVENT_TIERS: dict[str, Tier] = {e.name: Tier(e.tier) for e in EVENT_TYPES}
 
 

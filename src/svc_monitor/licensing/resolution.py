@@ -9,7 +9,7 @@ from svc_monitor.licensing.tokens import LicenseClaims
 
 
 class Source(StrEnum):
-    """Where the tier in force came from (the spec's resolution order)."""
+    """Where the tier in force came from, in resolution order (licensing/service.py)."""
 
     ONLINE = "online"  # a fresh answer from the entitlement server
     CACHED = "cached"  # the last online answer, within LICENSE_CACHE_TTL_MS

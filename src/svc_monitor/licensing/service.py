@@ -1,4 +1,4 @@
-"""Which tier this install runs, resolved in the spec's order:
+"""Which tier this install runs, resolved in this order (docs/features/licensing.md#licence-tiers):
 
 1. a fresh online check: SVC_LICENSE_KEY posted to ENTITLEMENT_URL, the token it
    returns verified here, then persisted as license.jwt;

@@ -2,9 +2,10 @@
 entitlement server.
 
 Verification refuses anything but RS256 (so `none` and HS256 never get near a key),
-ignores `jku`/`x5u`/`jwk`/`x5c` (keys come only from keys.py by `kid`), requires
-every claim the spec names and checks their types, and allows a minute of clock
-skew. PyJWT is imported on first use: an install without a licence never loads it.
+ignores `jku`/`x5u`/`jwk`/`x5c` (keys come only from keys.py by `kid`), requires the
+claims docs/features/licensing.md#the-licence-token names and checks their types, and
+allows a minute of clock skew. PyJWT is imported on first use: an install without a
+licence never loads it.
 """
 
 import time

@@ -114,7 +114,8 @@ async def get_role(connection: LiveConnection, live: LiveMetricsDep) -> RoleRead
 
 
 # TODO(auth): /metrics/config and /metrics/config/{parameter} become admin/owner only once
-# users exist (spec: configuration can hold credentials). Add the role dependency here.
+# users exist (configuration can hold credentials: docs/features/users-and-access.md#roles).
+# Add the role dependency here.
 @router.get("/metrics/config", response_model=ConfigValues, responses=_LIVE)
 async def get_config(
     connection: LiveConnection,

@@ -1,9 +1,9 @@
 """The streamable-HTTP MCP endpoint inside the service, at /mcp.
 
-The rule, in the spec's words (management API, rule 8): "On self-hosted installs a token
-is optional (read tools work without one); with a token every call acts as the user and
-is recorded under that name. Tokens are revocable." Without a token, then, read tools
-only, and only where user control is off (WORKSPACE_DISABLED=true).
+The rule (docs/guides/mcp.md#who-may-do-what): on self-hosted installs a token is
+optional (read tools work without one); with a token every call acts as its user and is
+recorded under that name; tokens can be revoked. Without a token, then, read tools only,
+and only where user control is off (WORKSPACE_DISABLED=true).
 
 Authenticated like the REST API, by the same personal tokens (Bearer): before any MCP
 session, the caller's Authorization is put to the REST API itself (a member's route), so

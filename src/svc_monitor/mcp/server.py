@@ -26,7 +26,8 @@ logger = logging.getLogger(__name__)
 
 # Given the request's context and the tool's name, the caller that tool uses.
 CallerFor = Callable[[Context, str], ApiCaller]
-# Whether the request carries a token: without one, read tools only (the spec's rule 8).
+# Whether the request carries a token: without one, read tools only
+# (docs/guides/mcp.md#who-may-do-what).
 HasToken = Callable[[Context], bool]
 NO_TOKEN_MESSAGE = (
     "{tool} changes something and needs an admin's personal token (SVC_TOKEN, or "

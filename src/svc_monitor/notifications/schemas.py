@@ -1,4 +1,5 @@
-"""The trigger levels of the threshold notifications (webhooks spec, `thresholds`).
+"""The trigger levels of the threshold notifications: a webhook's `thresholds`, with the
+defaults and ranges of docs/features/webhooks.md#fields-and-ranges.
 
 Shared by every consumer of the bus that judges readings: a webhook carries its own
 (validated from its JSON), the OTLP event export uses the defaults. Each threshold

@@ -3,10 +3,10 @@
 Per consumer (a webhook, or the OTLP event export), connection and event: with threshold
 90 and hysteresisFactor 0.9 an alert fires when the value goes above 90, stays quiet
 while it moves between 81 and 90 (or above), and may fire again once it has dropped
-below 81. Only active alerts are kept, in
-an LRU of at most 1000 entries with a 24-hour TTL (the spec's limits): an evicted or
-expired alert that is still above its threshold fires again, which doubles as a daily
-reminder. State is in memory and starts empty after a restart.
+below 81. Only active alerts are kept, in an LRU of at most 1000 entries with a 24-hour
+TTL (docs/features/webhooks.md#which-events-fire-and-when): an evicted or expired alert
+that is still above its threshold fires again, which doubles as a daily reminder. State
+is in memory and starts empty after a restart.
 
 Where replicas share the storage (PostgreSQL, Turso), each change of it is also written
 to storage behind the scenes (SharedAlerts), and the replica that takes a connection over

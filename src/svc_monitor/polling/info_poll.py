@@ -94,5 +94,6 @@ class InfoPoller:
 
 
 def _info_interval(values: RuntimeSettingsValues, _: Settings) -> int:
-    # The spec ties INFO sampling to the anomaly interval (default 1 s).
+    # INFO sampling follows the anomaly interval (default 1 s): the INFO poll is what anomaly
+    # detection samples (docs/features/polling-and-history.md).
     return values.anomalyPollIntervalMs

@@ -1,15 +1,15 @@
 """Every family `/api/prometheus/metrics` can show: name, type, help and profile.
 
-Four of the spec's names fail `promtool check metrics` (abbreviated or non-base units, a
-`_count` suffix on a gauge), and the scrape must pass it, so the real tool wins
-(spec/README.md): ours are svc_instantaneous_ops_per_second (spec: _per_sec),
-svc_commandstats_latency_seconds and svc_slowlog_pattern_avg_duration_seconds (spec: _us,
-in microseconds) and svc_slowlog_pattern_entries (spec: _count). The OTLP semconv export
-still sends the spec's metrics, in microseconds (otlp/export/semconv.py converts).
+Four names are not the obvious ones, because `promtool check metrics` refuses abbreviated
+or non-base units and a `_count` suffix on a gauge, and the scrape must pass it
+(docs/features/prometheus.md#prometheus): svc_instantaneous_ops_per_second (not _per_sec),
+svc_commandstats_latency_seconds and svc_slowlog_pattern_avg_duration_seconds (not _us, in
+microseconds) and svc_slowlog_pattern_entries (not _count). The OTLP semconv export still
+sends the microsecond metrics (otlp/export/semconv.py converts).
 
 One table, read by the collector (to build families), by the docs' generated metrics page
-and by the tests (the Grafana dashboard may use only these names). Names carry their unit and are
-the spec's; counters are named without `_total` here, as prometheus_client wants, and
+and by the tests (the Grafana dashboard may use only these names). Names carry their
+unit; counters are named without `_total` here, as prometheus_client wants, and
 show with it. `full` families appear only with METRICS_EXPORT_PROFILE=full: the
 high-cardinality ones (per pattern, per slot, per client name or user) and the
 diagnostic ones (poll counts and durations).

@@ -1,5 +1,6 @@
-"""The runtime settings operators change without a restart: the spec's five intervals, and
-the history retention window LOCAL_RETENTION_DAYS seeds."""
+"""The runtime settings operators change without a restart: five intervals, and the
+history retention window LOCAL_RETENTION_DAYS seeds (`/settings` in
+docs/features/http-api.md#health-readiness-and-liveness)."""
 
 from typing import Annotated, Any, Literal
 

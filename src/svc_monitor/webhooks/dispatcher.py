@@ -39,7 +39,8 @@ Instance = dict[str, Any]
 def envelope(
     delivery_id: str, event_type: str, at_ms: int, instance: Instance, data: dict[str, Any]
 ) -> str:
-    """The request body (spec: id, event, timestamp, instance {host, port}, data)."""
+    """The request body, `{id, event, timestamp, instance, data}`
+    (docs/features/webhooks.md#delivery)."""
     body = {
         "id": delivery_id,
         "event": event_type,

@@ -12,8 +12,9 @@ _FRAMING = "controls HTTP message framing or the connection, and a wrong value b
 _RESTRICTED_REASONS: dict[str, str] = {
     # The receiver's name: the delivery connects to a pinned address and names the host here.
     "host": _SET_BY_SERVICE,
-    "content-type": _SET_BY_SERVICE,  # application/json, part of the spec
-    "user-agent": _SET_BY_SERVICE,  # Svc-Monitor/1.0, part of the spec
+    # Both fixed on every delivery (docs/features/webhooks.md#delivery).
+    "content-type": _SET_BY_SERVICE,  # application/json
+    "user-agent": _SET_BY_SERVICE,  # Svc-Monitor/1.0
     "content-length": _FRAMING,
     "transfer-encoding": _FRAMING,
     "te": _FRAMING,

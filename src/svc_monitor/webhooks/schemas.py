@@ -1,4 +1,5 @@
-"""Request and response bodies of /api/webhooks, with the spec's field names and ranges.
+"""Request and response bodies of /api/webhooks: the field names and ranges of
+docs/features/webhooks.md#fields-and-ranges.
 
 The four settings objects (retryPolicy, deliveryConfig, alertConfig, thresholds) are
 also what the service and the store work with: they are small validated values, stored
@@ -13,8 +14,8 @@ from svc_monitor.kit.plain_text import Printable
 from svc_monitor.licensing.models import WEBHOOK_EVENT_TIERS
 from svc_monitor.notifications.schemas import Thresholds
 
-# Ours where the spec gives no range: generous enough for any real receiver, small
-# enough that a typo (a delay of days) is refused rather than stored.
+# Ranges chosen generous enough for any real receiver, small enough that a typo (a delay
+# of days) is refused rather than stored (docs/features/webhooks.md#fields-and-ranges).
 MAX_NAME = 100
 MAX_EVENTS = len(WEBHOOK_EVENT_TIERS)  # each event type once
 # How long past its timeout an attempt's row stays hidden from other claimers: room to

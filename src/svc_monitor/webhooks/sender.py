@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     import aiohttp
     import aiohttp.abc
 
-USER_AGENT = "Svc-Monitor/1.0"  # the spec's exact value, whatever our version
+# The same in every release, whatever our version (docs/features/webhooks.md#delivery).
+USER_AGENT = "Svc-Monitor/1.0"
 # Connections kept open in all, and per receiver: 100 webhooks on one host all get
 # their own keep-alive connection without one slow receiver taking every socket.
 MAX_CONNECTIONS = 512

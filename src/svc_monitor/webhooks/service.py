@@ -12,9 +12,9 @@ The rules a saved webhook obeys:
 
 Deliveries a lapsed tier no longer allows, or for a disabled webhook, are not made
 (dispatcher.py); queued ones of a disabled or deleted webhook end `failed`. A manual
-retry queues a dead_letter or failed delivery (the spec: always); one that a newer
-delivery of its state has made stale then ends `superseded` when claimed, unsent
-(states.py).
+retry queues a dead_letter or failed delivery, always (one more attempt); one that a
+newer delivery of its state has made stale then ends `superseded` when claimed, unsent
+(states.py; docs/features/webhooks.md#retries-and-states).
 """
 
 import asyncio

@@ -1,7 +1,8 @@
 """Which addresses a webhook may be delivered to (SSRF protection).
 
 The rule is "deny unless public": an address must be `is_global` and none of the kinds
-listed in `_reason`. Two traps shape the code (security checklist section 0, items 2-3):
+listed in `_reason` (docs/features/webhooks.md#webhook-targets-ssrf-protection). Two traps
+shape the code:
 
 - `ipaddress` rejects IPv4 spellings the system resolver accepts (`2130706433`, `0x7f.1`,
   `0177.0.0.1`, `127.1`, `0`), so a "not an IP, must be a name" conclusion would let
@@ -129,9 +130,10 @@ def _reason(address: IPAddress) -> str | None:
 def refusal(address: IPAddress, *, allow_loopback: bool) -> str | None:
     """Why `address` may not be a webhook target, or None when it may.
 
-    `allow_loopback` is the spec's non-production rule ("localhost and 127.x allowed"):
-    127.0.0.0/8 and ::1, also written IPv4-mapped, pass; every other non-public address,
-    0.0.0.0 included, is still refused.
+    `allow_loopback` is the rule outside production (loopback targets allowed,
+    docs/features/webhooks.md#webhook-targets-ssrf-protection): 127.0.0.0/8 and ::1, also
+    written IPv4-mapped, pass; every other non-public address, 0.0.0.0 included, is still
+    refused.
     """
     kind = _refused_kind(address, allow_loopback=allow_loopback)
     if kind is None:

@@ -43,7 +43,7 @@ CLAIM_BATCH = 200
 NEWEST_KEYS = 10_000
 # Rows deferred because their webhook had no free slot come back this much later.
 DEFER_MS = 100
-# Memory storage keeps the last 1000 deliveries per webhook (spec limit).
+# Memory storage keeps the last 1000 deliveries per webhook (docs/features/webhooks.md#never-lost).
 MEMORY_HISTORY_PER_WEBHOOK = 1000
 _TRIM_EVERY = 100
 _SPAWN_GROUP = 8

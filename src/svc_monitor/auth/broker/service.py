@@ -1,4 +1,5 @@
-"""Third-party sign-in (GitHub, Google) through the broker: spec, Authentication rule 7.
+"""Third-party sign-in (GitHub, Google) through the broker; the rules are those of
+docs/features/users-and-access.md#third-party-sign-in-github-google.
 
 The flow. The browser asks `/api/auth/broker/{provider}/start`; we set a signed state
 cookie (broker_tokens.py) and send the browser to the broker page at AUTH_BROKER_URL

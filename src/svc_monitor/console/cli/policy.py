@@ -6,8 +6,8 @@ ASCII matches nothing, so look-alikes (CONFIG spelt with a Cyrillic U+0421) are 
 as unknown.
 
 Why an allowlist and not the server's command flags: EVAL, EVALSHA and FCALL carry no
-WRITE flag although their scripts write, and INFO is in @dangerous (security checklist,
-finding 7), so a flag filter would be both leaky and over-strict.
+WRITE flag although their scripts write, and INFO is in @dangerous, so a flag filter would
+be both leaky and over-strict (docs/features/browser-cli.md#what-runs-for-whom).
 
 - READ: what every role may run, whatever SVC_UNSAFE_CLI says.
 - NEVER: refused for everyone, admins with SVC_UNSAFE_CLI included, because they would

@@ -11,7 +11,8 @@ touches the clients the pollers share. It is built without the connection's comm
 ledger, so what people type is not counted as the monitor's own load on the server.
 
 Refused commands (by the policy, the tokenizer or the rate limit) are not recorded in
-the activity log: nothing ran, and the spec keeps the log to what happened.
+the activity log: nothing ran, and the log keeps to what happened
+(docs/features/browser-cli.md#activity-log).
 """
 
 import contextlib
@@ -45,7 +46,8 @@ from svc_monitor.engine.errors import EngineError, EngineResponseError
 
 logger = logging.getLogger(__name__)
 
-# 100 tabs of one user must not mean 100 server connections (checklist G20).
+# 100 tabs of one user must not mean 100 server connections; more sockets are refused
+# (docs/features/browser-cli.md#limits).
 MAX_SOCKETS_PER_USER = 10
 # A person types a few commands a second; 50/s leaves room for pasted lines and scripts
 # and still bounds what one socket can ask of a server.
@@ -55,7 +57,8 @@ ACTIVITY_ACTION = "cli.command"
 ROUTE = "/api/cli/ws"
 MAX_LOGGED_ARGS = 16
 MAX_LOGGED_ARG_CHARS = 128
-# Their arguments can be credentials or configuration secrets: never logged (the spec).
+# Their arguments can be credentials or configuration secrets: never logged
+# (docs/features/browser-cli.md#activity-log).
 NEVER_LOGGED_VALUES = frozenset({"AUTH", "HELLO", "CONFIG", "ACL", "MIGRATE"})
 
 RATE_LIMITED = "Too many commands: at most {rate:g} per second in one CLI; this one was not run"

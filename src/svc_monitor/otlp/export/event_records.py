@@ -29,7 +29,7 @@ from svc_monitor import __version__
 from svc_monitor.event_types.base import SeverityName
 from svc_monitor.event_types.table import EVENT_TYPES
 
-SCOPE = "svc-events"  # the spec's logger name
+SCOPE = "svc-events"  # the logger name (docs/features/otlp-export.md#record-shape)
 SERVICE_NAME = "svc-monitor"
 ATTRIBUTE_PREFIX = "svc.event."
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1

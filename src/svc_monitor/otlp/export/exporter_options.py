@@ -2,10 +2,11 @@
 signal (`metrics`, `logs`): where to post, extra headers, compression, a timeout and TLS.
 
 Each per-signal variable (`OTEL_EXPORTER_OTLP_METRICS_HEADERS` ...) takes precedence over
-the general one (`OTEL_EXPORTER_OTLP_HEADERS` ...), as the OpenTelemetry specification
-orders them. Endpoints follow the specification's rule: a per-signal endpoint
+the general one (`OTEL_EXPORTER_OTLP_HEADERS` ...), as the OpenTelemetry SDKs order them.
+Endpoints follow the SDKs' rule too: a per-signal endpoint
 (`OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`) is the whole URL, used as it is; the general one
-is a base that gets `/v1/metrics` or `/v1/logs` appended. A signal with neither is not
+is a base that gets `/v1/metrics` or `/v1/logs` appended
+(docs/features/otlp-export.md#otlp-export-metrics-and-events). A signal with neither is not
 exported. Headers are `key=value` pairs separated by commas, values percent-encoded
 (`Authorization=Bearer%20abc`); they usually carry a token, so they are settings kept
 secret and no error names a value. Compression is `gzip` (our default, as the

@@ -33,7 +33,8 @@ from svc_monitor.prometheus.service import PrometheusService
 logger = logging.getLogger(__name__)
 
 PATH = "/v1/metrics"
-MAX_IN_FLIGHT = 8  # the spec's limit of concurrent export requests per push
+# Concurrent export requests of one push (docs/features/otlp-export.md#timing).
+MAX_IN_FLIGHT = 8
 
 
 @dataclass(eq=False, slots=True)
@@ -64,7 +65,8 @@ class MetricsExporter:
         self._instance = instance
         self._transport = transport
         self._stats = stats
-        self.mode = mode  # read once at startup, as the spec says
+        # Read once at startup (docs/features/otlp-export.md#otlp-export-metrics-and-events).
+        self.mode = mode
         self.interval_s = interval_ms / 1000
         # A series that left the registry is still sent for this long (series_memory.py).
         bound_ms = max(staleness_ms, 2 * interval_ms)

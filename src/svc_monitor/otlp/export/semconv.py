@@ -48,7 +48,9 @@ if TYPE_CHECKING:
 
 MONITOR = "svc-monitor"  # the monitor's resource: its service.name and its key
 SCOPE = "svc-monitor"
-DEFAULT_ENGINE = "valkey"  # the spec: a node is `valkey` until a poll says otherwise
+# A node is `valkey` until a poll says otherwise
+# (docs/features/otlp-export.md#otlp-export-metrics-and-events).
+DEFAULT_ENGINE = "valkey"
 _CUMULATIVE = AggregationTemporality.AGGREGATION_TEMPORALITY_CUMULATIVE
 _SKIPPED = frozenset({"histogram", "summary", "gaugehistogram"})
 _ROLES = {"master": "primary", "slave": "replica", "replica": "replica"}
@@ -129,7 +131,7 @@ def _mirror_integer(sample_name: str, counter: bool) -> bool:
 
 
 class _SemconvConverter:
-    """One push's families -> resources and points with the spec's names."""
+    """One push's families -> resources and points with the semconv names (semconv_names.py)."""
 
     def __init__(self, families: Sequence["Metric"], now_ns: int) -> None:
         self._families = families

@@ -1,4 +1,5 @@
-"""The spec's table for mode `semconv`: Prometheus family -> OTLP metric [unit].
+"""The names of mode `semconv`: Prometheus family -> OTLP metric [unit]
+(docs/features/otlp-export.md#otlp-export-metrics-and-events).
 
 Keyed by the scrape name without `_total` (prometheus_client's `Metric.name` for a counter,
 the sample name for the rest), so a family keeps its entry whether it is a counter or a
@@ -7,11 +8,12 @@ names of the Collector's `redisreceiver`); product-only names start with `svc.`;
 service's own process and garbage-collector families become `process.*` and `cpython.gc.*`.
 A family without an entry keeps its scrape name.
 
-Four families carry other names than the spec's table, because `promtool check metrics`
-refuses abbreviated units and `_count` on a gauge (prometheus/catalogue.py):
-svc_instantaneous_ops_per_second, svc_commandstats_latency_seconds,
-svc_slowlog_pattern_avg_duration_seconds (both in seconds, sent in us as the spec says) and
-svc_slowlog_pattern_entries. Their OTLP names and units are the spec's.
+Four families have scrape names that do not match their OTLP names, because `promtool
+check metrics` refuses abbreviated units and `_count` on a gauge (prometheus/catalogue.py,
+docs/features/prometheus.md#prometheus): svc_instantaneous_ops_per_second,
+svc_commandstats_latency_seconds, svc_slowlog_pattern_avg_duration_seconds (both in
+seconds, sent in microseconds) and svc_slowlog_pattern_entries. Their entries below still
+give the OTLP names and units (`svc.cmd.latency_avg` [us], `svc.slowlog.pattern.count` ...).
 
 `integer` says how the values travel (asInt or asDouble), fixed per metric so a backend
 never sees one metric change type: counts, bytes and flags are integers, as the
@@ -250,7 +252,7 @@ TABLE: dict[str, SemconvName] = {
         conversion=Conversion.UPTIME,
         description="Time since the svc-monitor process started.",
     ),
-    # The Python runtime (the spec's nodejs/v8js lines, the names we ship)
+    # The Python runtime's garbage collector (docs/features/otlp-export.md: cpython.gc.*)
     "svc_python_gc_collections": _s("cpython.gc.collections", "{collection}", int_labels=_GEN),
     "svc_python_gc_objects_collected": _s(
         "cpython.gc.collected_objects", "{object}", int_labels=_GEN

@@ -26,11 +26,14 @@ from svc_monitor.otlp.export.exporter_options import SignalOptions
 if TYPE_CHECKING:
     import aiohttp
 
-USER_AGENT = "Svc-Monitor/1.0"  # the spec's exact value, whatever our version
+# The same in every release, whatever our version
+# (docs/features/otlp-export.md#otlp-export-metrics-and-events).
+USER_AGENT = "Svc-Monitor/1.0"
 CONTENT_TYPE = "application/x-protobuf"
 # The OpenTelemetry SDKs' default (OTEL_EXPORTER_OTLP_TIMEOUT, 10 s).
 DEFAULT_TIMEOUT_S = 10.0
-# Both exports together: at most 8 metric pushes (the spec's limit) plus the logs.
+# Both exports together: at most 8 metric requests in flight
+# (docs/features/otlp-export.md#timing) plus the logs.
 MAX_CONNECTIONS = 16
 # An error reply is a google.rpc.Status or a line of text; keep enough to read it.
 _MAX_REPLY_BYTES = 64 * 1024

@@ -4,7 +4,7 @@ Open to anyone who can reach them unless OTEL_INGEST_TOKEN is set (then a bearer
 session auth never applies, since collectors and SDKs carry no session. Both routes go
 through `handle_export`: gate, body, decode, answer.
 
-What OTLP/HTTP senders expect (../shared/otlp-collector-facts.md): protobuf or JSON
+What OTLP/HTTP senders expect (docs/features/otlp-push-and-traces.md): protobuf or JSON
 bodies, gzip, deflate, zstd or none, a 200 whose body is the Export*ServiceResponse in the
 request's own content type, and on refusal a 4xx with a `google.rpc.Status` in that
 type. The Collector retries only 429/502/503/504, so every refusal here is permanent

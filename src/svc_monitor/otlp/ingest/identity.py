@@ -1,6 +1,6 @@
 """Which instance a pushed ResourceMetrics is about, and the push connection it belongs to.
 
-Identity (spec "Instance identity of a pushed payload", ../shared/otlp-collector-facts.md):
+Identity (docs/features/otlp-push-and-traces.md#which-connection-a-payload-is-for):
 1. `service.instance.id` as `host:port` (`[::1]:6379` too), or the host-port form of
    Valkey Admin's node ids, `sanitize(host + "-" + port)`: the port is after the last
    `-`, and the rest is compared with a registered host sanitised the same way.

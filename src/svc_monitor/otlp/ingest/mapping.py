@@ -1,9 +1,9 @@
-"""The spec's mapping table: a pushed `redis.*`/`valkey.*` metric to one INFO field.
+"""The mapping table: a pushed `redis.*`/`valkey.*` metric to one INFO field.
 
 Every accepted point maps to exactly one INFO field; nothing is summed. Names and
-attributes follow the Collector's redisreceiver (../shared/otlp-collector-facts.md); the
-`valkey.*` names mirror them. Units are never checked: they changed between receiver
-releases.
+attributes follow the Collector's redisreceiver; the `valkey.*` names mirror them
+(docs/features/otlp-push-and-traces.md#what-is-taken). Units are never checked: they
+changed between receiver releases.
 """
 
 from dataclasses import dataclass

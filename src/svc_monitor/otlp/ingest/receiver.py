@@ -79,7 +79,9 @@ class _Pushed:
     scanned_at_ms: int = 0
 
     def version(self) -> tuple[Engine, str | None, str]:
-        """(engine, version, the attribute it comes from): the 7.2.4 rule of the spec."""
+        """(engine, version, the attribute it comes from): a Valkey's version is read only from
+        `valkey.version`, never its 7.2.4 `redis.version`
+        (docs/features/otlp-push-and-traces.md#engine-versions)."""
         if self.valkey_detected:
             return "valkey", self.versions.get("valkey_version"), "valkey.version"
         return "redis", self.versions.get("redis_version"), "redis.version"
