@@ -95,6 +95,9 @@ def build_services(settings: Settings, *, clock: Callable[[], float] = time.time
     # What must survive a takeover or a restart on lasting storage: alerts firing,
     # instances reported down (docs/features/webhooks.md#across-restarts-and-replicas).
     shared_alerts = SharedAlerts(AlertStateStore(db) if db.persistent else None)
+    webhook_alerts = AlertStates(on_change=shared_alerts.threshold_changed)
+    # A webhook deleted, here or (on its next reload) on another replica: its alerts go.
+    webhooks.on_gone = lambda ids: shared_alerts.forget_webhooks(ids, webhook_alerts)
     event_exporter = None
     if (
         otlp_transport is not None
@@ -149,7 +152,7 @@ def build_services(settings: Settings, *, clock: Callable[[], float] = time.time
             webhooks.active,
             connections,
             license,
-            AlertStates(on_change=shared_alerts.threshold_changed),
+            webhook_alerts,
             may_deliver=webhooks.may_deliver,
             alerts_stored=shared_alerts.flush,
         ),

@@ -365,20 +365,6 @@ class AnomalyService:
         self._check()
         return list(await self._store.groups(connection_id, **filters))
 
-    async def group_events(self, connection_id: str, group_id: int) -> list[Any]:
-        return list(
-            await self._store.events(
-                connection_id,
-                since=None,
-                until=None,
-                metric=None,
-                severity=None,
-                resolved=None,
-                group_id=group_id,
-                limit=1000,
-            )
-        )
-
     def buffers(self, connection_id: str) -> list[BufferState]:
         """Every metric's buffer of the connection (empty ones before its first INFO)."""
         self._check()

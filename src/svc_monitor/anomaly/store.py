@@ -117,7 +117,6 @@ class AnomalyStore:
         metric: str | None,
         severity: str | None,
         resolved: bool | None,
-        group_id: int | None = None,
         limit: int,
     ) -> Sequence[Row[Any]]:
         t = anomaly_events
@@ -126,8 +125,6 @@ class AnomalyStore:
             query = query.where(t.c.metric == metric)
         if severity is not None:
             query = query.where(t.c.severity == severity)
-        if group_id is not None:
-            query = query.where(t.c.group_id == group_id)
         query = _resolved(query, t, resolved)
         return await self._db.fetch_all(query.order_by(t.c.id.desc()).limit(limit))
 

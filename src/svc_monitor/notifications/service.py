@@ -151,6 +151,24 @@ class SharedAlerts:
                 _, consumer, event_type = alert.split(":", 2)
                 alerts(consumer).restore((consumer, connection_id, event_type), since)
 
+    async def forget_webhooks(self, webhook_ids: Collection[str], alerts: AlertStates) -> None:
+        """Webhooks deleted (here or on another replica): their alerts go from `alerts` and
+        from storage, on every connection (those another replica polls too). Left there,
+        they stayed for up to their TTL, and a takeover carried them on."""
+        for webhook_id in webhook_ids:
+            alerts.forget_webhook(webhook_id)
+            if self._store is None:
+                continue
+            prefix = f"webhook:{webhook_id}:"
+            # Its changes still waiting are moot: every row of it goes, after those being
+            # written now (one writer, in order).
+            self._pending = [c for c in self._pending if not c[1].startswith(prefix)]
+            async with self._writing:
+                try:
+                    await self._store.clear_starting(prefix)
+                except Exception as exc:  # storage out: they stay until their TTL
+                    logger.warning("alert states of webhook %s not cleared: %s", webhook_id, exc)
+
     async def run(self) -> None:
         if self._store is None:
             return

@@ -47,6 +47,12 @@ class AlertStateStore:
 
         await self._db.run(apply)
 
+    async def clear_starting(self, prefix: str) -> None:
+        """Clear every alert whose name starts with `prefix`, on every connection."""
+        await self._db.execute(
+            delete(alert_states).where(alert_states.c.alert.startswith(prefix, autoescape=True))
+        )
+
     async def of(self, connection_ids: Collection[str]) -> list[tuple[str, str, int]]:
         """Every stored alert of these connections: (connection id, alert, since)."""
         if not connection_ids:

@@ -142,9 +142,6 @@ class LiveStateCollector:
                     nodes.append(_Node(connection.id, other.node, other.info, False))
         return nodes
 
-    def _wanted(self, family: Family) -> bool:
-        return self._full or not family.full
-
     # --- INFO ---
 
     def _info_families(self, nodes: list[_Node]) -> Iterator[Rows | Metric | None]:

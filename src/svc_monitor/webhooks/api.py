@@ -108,7 +108,7 @@ async def update_webhook(
 
 @router.delete("/{id}", status_code=status.HTTP_204_NO_CONTENT, responses=error_responses(404))
 async def delete_webhook(id: str, webhooks: WebhooksDep) -> Response:
-    """Delete a webhook and its delivery history."""
+    """Delete a webhook, its delivery history and its alert states (on every replica)."""
     await webhooks.delete(id)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 

@@ -21,7 +21,7 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
 
@@ -92,12 +92,16 @@ class WebhookService:
         self._allow_http = settings.NODE_ENV == "development"
         self._allow_loopback = not settings.is_production
         self._cache: dict[str, Webhook] | None = None
+        self._listed: set[str] = set()  # the ids of the list last read
         self._reload_asked = False  # an event went through to have the list reloaded
         self._loaded_at = 0
         self._lock = asyncio.Lock()
         self.on_requeue: Callable[[], None] | None = None  # wakes the retry queue
         # Told after each change made here: the other replicas reload their list.
         self.on_change: Callable[[], None] | None = None
+        # Told of the webhooks gone from the list since it was last read (deleted here or
+        # on another replica): their alert states go with them.
+        self.on_gone: Callable[[set[str]], Awaitable[None]] | None = None
 
     # --- the cached list (dispatcher, worker) ---
 
@@ -131,9 +135,7 @@ class WebhookService:
             return cache
         async with self._lock:
             if self._cache is None or self._clock() - self._loaded_at >= REFRESH_MS:
-                self._cache = {w.id: w for w in await self._store.all()}
-                self._loaded_at = self._clock()
-                self._reload_asked = False
+                return await self._load()
             return self._cache
 
     async def reload(self) -> None:
@@ -142,9 +144,17 @@ class WebhookService:
         `may_deliver` let one reading through and held back the rest, so the first
         readings after a webhook was created could be judged without it."""
         async with self._lock:
-            self._cache = {w.id: w for w in await self._store.all()}
-            self._loaded_at = self._clock()
-            self._reload_asked = False
+            await self._load()
+
+    async def _load(self) -> dict[str, Webhook]:
+        """Read the list (under the lock), and tell of the webhooks gone since last time."""
+        cache = self._cache = {w.id: w for w in await self._store.all()}
+        self._loaded_at = self._clock()
+        self._reload_asked = False
+        gone, self._listed = self._listed - cache.keys(), set(cache)
+        if gone and self.on_gone is not None:
+            await self.on_gone(gone)
+        return cache
 
     async def _changed(self) -> None:
         self._cache = None  # nothing reads a list that is about to be replaced
@@ -225,6 +235,7 @@ class WebhookService:
     async def delete(self, webhook_id: str) -> None:
         if not await self._store.delete(webhook_id):
             raise WebhookNotFound(f"Webhook '{webhook_id}' not found", field="id")
+        self._listed.add(webhook_id)  # gone at the next read, whether this one read it or not
         await self._changed()
 
     async def test(self, webhook_id: str) -> TestResult:

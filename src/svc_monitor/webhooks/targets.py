@@ -10,8 +10,6 @@ import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from svc_monitor.webhooks.ssrf import IPAddress
-
 MAX_URL_LENGTH = 2048
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 # Lower-case letters because urlsplit lower-cases the host; `_` appears in real internal
@@ -38,11 +36,6 @@ class WebhookUrl:
     def url(self) -> str:
         """The URL in normal form (fragment and default port dropped)."""
         return f"{self.scheme}://{self.host_header}{self.path_and_query}"
-
-    def url_for(self, address: IPAddress) -> str:
-        """The same URL aimed at `address`: send it with `host_header` and the host as SNI."""
-        host = f"[{address}]" if isinstance(address, ipaddress.IPv6Address) else str(address)
-        return f"{self.scheme}://{host}:{self.port}{self.path_and_query}"
 
 
 def parse_webhook_url(url: str, *, allow_http: bool) -> WebhookUrl:

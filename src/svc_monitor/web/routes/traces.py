@@ -204,10 +204,6 @@ async def instance_moment(ui: Ui, connection: Connection, trace: TraceRead) -> I
     )
 
 
-async def _trace(ui: Ui, trace_id: str) -> Section[TraceRead]:
-    return await load(ui.services.traces.get_trace(trace_id))
-
-
 async def _list(ui: Ui, filters: Filters) -> Section[list[TraceSummaryRead]]:
     status: TraceStatus | None = filters.status or None  # type: ignore[assignment]
     read = ui.services.traces.list_traces(
