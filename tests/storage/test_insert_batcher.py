@@ -13,7 +13,7 @@ from svc_monitor.info_history.store import MetricsStore, stats_samples
 from svc_monitor.latency_analytics.store import LatencyStore, latency_histograms
 from svc_monitor.slowlog.models import EntryFilter
 from svc_monitor.slowlog.store import SlowlogStore
-from svc_monitor.storage.database import Database
+from svc_monitor.storage.database import Database, StorageClosed
 from svc_monitor.storage.insert_batcher import InsertBatcher
 from tests.fixtures.app import make_settings
 
@@ -69,6 +69,26 @@ class TestBatchedWrites:
         again = Database.from_settings(settings)
         try:
             assert await stored(again) == [7]
+        finally:
+            await again.close()
+
+    async def test_nothing_reopens_storage_after_close(self, persistent_storage: dict[str, Any]):
+        """A poll finishing after shutdown queues rows: they are counted as dropped, and
+        neither the batcher's timer nor a read reopens the closed storage."""
+        settings = make_settings(**persistent_storage)
+        first = Database.from_settings(settings)
+        await first.migrate()
+        store = MetricsStore(first)
+        store.add([], [sample(1)])
+        await first.close()
+        store.add([], [sample(2)])
+        await asyncio.sleep(1.5)  # past the batcher's delay
+        assert first.inserts.dropped == 1
+        with pytest.raises(StorageClosed):
+            await stored(first)
+        again = Database.from_settings(settings)
+        try:
+            assert await stored(again) == [1]
         finally:
             await again.close()
 

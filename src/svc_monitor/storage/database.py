@@ -39,6 +39,10 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
+class StorageClosed(RuntimeError):
+    """Work handed to a database after it closed (a task outliving shutdown)."""
+
+
 class Database:
     """The service's own storage: history, connections, settings."""
 
@@ -61,6 +65,7 @@ class Database:
         # behind every request's work (storage/storage_thread.py).
         self.inserts = InsertBatcher(self._run_in_background)
         self.write_health = WriteHealth()
+        self._closed = False
 
     @classmethod
     def from_settings(cls, settings: Settings) -> "Database":
@@ -114,7 +119,12 @@ class Database:
     async def run(self, work: Callable[[Connection], T], *, background: bool = False) -> T:
         """Run `work` in one transaction and return what it returns. On the storage
         thread, `background` work waits until no other work is queued. An outage (see
-        failures.py) is noted for /health before it is raised."""
+        failures.py) is noted for /health before it is raised.
+
+        After `close()` it raises StorageClosed: a task still running at shutdown must not
+        reopen storage (PostgreSQL's engine would open a connection nothing closes)."""
+        if self._closed:
+            raise StorageClosed("storage is closed")
         try:
             result = await self._transaction(work, background=background)
         except Exception as exc:
@@ -163,6 +173,8 @@ class Database:
         """
         if self._async_engine is None:
             raise RuntimeError("LISTEN/NOTIFY needs PostgreSQL")
+        if self._closed:
+            raise StorageClosed("storage is closed")
 
         def deliver(_conn: Any, _pid: int, _channel: str, payload: str) -> None:
             on_message(payload)
@@ -219,6 +231,7 @@ class Database:
 
     async def close(self) -> None:
         await self.inserts.close()
+        self._closed = True
         if self._async_engine is not None:
             await self._async_engine.dispose()
         if self._sync_engine is not None:

@@ -61,6 +61,9 @@ class InsertBatcher:
         self.dropped = 0  # over the bound while storage was down
         self.refused = 0  # rows storage would not take
         self._failing = False
+        # Once closed nothing is written: a timer or a late add must not reopen storage
+        # (on PostgreSQL the engine would open a connection nothing ever closes).
+        self._closed = False
 
     @property
     def pending(self) -> int:
@@ -78,6 +81,9 @@ class InsertBatcher:
         `skip_duplicates`, a row that hits one of the table's unique keys is left out
         (ON CONFLICT DO NOTHING), so a row queued twice is stored once."""
         if not rows:
+            return
+        if self._closed:
+            self.dropped += len(rows)
             return
         if skip_duplicates:
             self._skipping.add(table)
@@ -132,6 +138,11 @@ class InsertBatcher:
             await self.flush()
         except Exception as exc:
             logger.warning("history rows not written at shutdown: %s", _reason(exc))
+        finally:
+            self._closed = True
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
 
     async def _write_each(self, pending: dict[Table, list[Row]]) -> None:
         queue = [(table, row) for table, rows in pending.items() for row in rows]
@@ -155,6 +166,8 @@ class InsertBatcher:
 
     def _write_in_background(self) -> None:
         self._timer = None
+        if self._closed:
+            return
         if self._writer is None or self._writer.done():
             self._writer = asyncio.create_task(self._write_quietly(), name="history-writer")
 
@@ -165,7 +178,7 @@ class InsertBatcher:
             if not self._failing:
                 self._failing = True
                 logger.warning("history writes failing, rows kept to retry: %s", _reason(exc))
-            if self._pending_rows and self._timer is None:
+            if self._pending_rows and self._timer is None and not self._closed:
                 loop = asyncio.get_running_loop()
                 self._timer = loop.call_later(self._delay_s, self._write_in_background)
 
