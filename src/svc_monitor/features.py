@@ -117,7 +117,9 @@ def build_features(services: Services) -> Features:
     commandstats_poller = CommandstatsPoller(pipe, settings)
     config_watch = ConfigWatch(bus, live_state)
     # INFO commandstats read along with INFO where the engine allows it (info_rides.py).
-    rides = InfoRides([commandstats_poller.rider(), config_watch_rider(config_watch, settings)])
+    rides = InfoRides(
+        [commandstats_poller.rider(), config_watch_rider(config_watch, pipe, settings)]
+    )
     sources = build_sources(
         services,
         pipe,
@@ -139,7 +141,7 @@ def build_features(services: Services) -> Features:
             commandstats_poller.kind(rides),
             LatencyPoller(latency, pipe=pipe).kind(),
             cluster_kind(clusters),
-            config_watch_kind(config_watch, rides),
+            config_watch_kind(config_watch, pipe, rides),
             KeyAnalyticsPoller(
                 key_analytics, allowed=lambda: services.license.allows(Feature.KEY_ANALYTICS)
             ).kind(),
