@@ -49,7 +49,7 @@ from svc_monitor.live.service import (
     detected_identity,
     engine_call,
 )
-from svc_monitor.pipe.live_state import LiveState
+from svc_monitor.pipe.live_view import LiveView
 from svc_monitor.pipe.observation import Observation
 
 logger = logging.getLogger(__name__)
@@ -70,7 +70,7 @@ class ClusterService:
     def __init__(
         self,
         connections: ConnectionService,
-        live_state: LiveState,
+        live_state: LiveView,
     ) -> None:
         self._connections = connections
         self._live_state = live_state

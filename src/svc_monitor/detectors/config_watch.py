@@ -42,7 +42,7 @@ from svc_monitor.engine.reply_values import pairs, text
 from svc_monitor.event_types.access import AclModified, ConfigChanged
 from svc_monitor.events import EventBus, now_ms
 from svc_monitor.pipe.facts import ReplicaBufferLimitFacts
-from svc_monitor.pipe.live_state import LiveState
+from svc_monitor.pipe.live_view import LiveView
 from svc_monitor.pipe.pressure import pressure_reason
 
 logger = logging.getLogger(__name__)
@@ -96,7 +96,7 @@ class _Watch:
 class ConfigWatch:
     """Publishes AclModified and ConfigChanged from ACL LIST and CONFIG GET diffs."""
 
-    def __init__(self, bus: EventBus, live_state: LiveState) -> None:
+    def __init__(self, bus: EventBus, live_state: LiveView) -> None:
         self._bus = bus
         self._live_state = live_state
         self._watches: dict[str, _Watch] = {}
@@ -258,7 +258,7 @@ def _replica_limit(watch: _Watch) -> ReplicaBufferLimitFacts | None:
 class _Attribution:
     """Who made this pass's changes: one CLIENT LIST at most, and only when asked."""
 
-    def __init__(self, target: _Server, watch: _Watch, live_state: LiveState) -> None:
+    def __init__(self, target: _Server, watch: _Watch, live_state: LiveView) -> None:
         self._target = target
         self._watch = watch
         self._live_state = live_state
