@@ -40,6 +40,18 @@ VIOLATIONS = [
         "svc_monitor.pipe.live_state -> svc_monitor.storage.database",
     ),
     Violation(
+        "cluster/service.py",
+        "from svc_monitor.pipe.pipe import Pipe",
+        "Only sources feed the pipe: no domain holds the Pipe",
+        "svc_monitor.cluster.service -> svc_monitor.pipe.pipe",
+    ),
+    Violation(
+        "detectors/config_watch.py",
+        "from svc_monitor.pipe.live_state import LiveState",
+        "Live state is written only by the pipe: everything else reads it as a LiveView",
+        "svc_monitor.detectors.config_watch -> svc_monitor.pipe.live_state",
+    ),
+    Violation(
         "kit/pem.py",
         "import svc_monitor.config",
         "Layers: composition roots, routes, sources and exports, domains, the pipe",

@@ -46,7 +46,7 @@ from svc_monitor.live.api import router as live_router
 from svc_monitor.live.service import LiveMetricsService, ObservedElsewhere
 from svc_monitor.polling.audit_poll import AuditPoller
 from svc_monitor.polling.clients_poll import ClientsPoller
-from svc_monitor.polling.cluster_poll import cluster_kind
+from svc_monitor.polling.cluster_poll import ClusterPoller
 from svc_monitor.polling.commandstats_poll import CommandstatsPoller
 from svc_monitor.polling.config_watch_poll import config_watch_kind, config_watch_rider
 from svc_monitor.polling.info_rides import InfoRides
@@ -107,7 +107,7 @@ def build_features(services: Services) -> Features:
     audit = AuditService(audit_store.AuditStore(db), bus)
     client_analytics = ClientAnalyticsService(client_analytics_store.ClientSnapshotStore(db))
     latency = LatencyService(latency_store.LatencyStore(db))
-    clusters = ClusterService(connections, live_state, pipe)
+    clusters = ClusterService(connections, live_state)
     forecast = ForecastService(
         forecast_store.ForecastStore(db), services.metrics, connections, settings, bus
     )
@@ -117,7 +117,9 @@ def build_features(services: Services) -> Features:
     commandstats_poller = CommandstatsPoller(pipe, settings)
     config_watch = ConfigWatch(bus, live_state)
     # INFO commandstats read along with INFO where the engine allows it (info_rides.py).
-    rides = InfoRides([commandstats_poller.rider(), config_watch_rider(config_watch, settings)])
+    rides = InfoRides(
+        [commandstats_poller.rider(), config_watch_rider(config_watch, pipe, settings)]
+    )
     sources = build_sources(
         services,
         pipe,
@@ -138,8 +140,8 @@ def build_features(services: Services) -> Features:
             ClientsPoller(client_analytics, pipe=pipe, live_state=live_state).kind(),
             commandstats_poller.kind(rides),
             LatencyPoller(latency, pipe=pipe).kind(),
-            cluster_kind(clusters),
-            config_watch_kind(config_watch, rides),
+            ClusterPoller(clusters, pipe).kind(),
+            config_watch_kind(config_watch, pipe, rides),
             KeyAnalyticsPoller(
                 key_analytics, allowed=lambda: services.license.allows(Feature.KEY_ANALYTICS)
             ).kind(),

@@ -79,8 +79,9 @@ def build_pipe(services: Services, consumers: Consumers) -> Pipe:
     then the detectors and domains that judge or keep it.
 
     Readings (memory, clients, replication, slow log length), the CLUSTER INFO state and the
-    mean command latency publish their events on the bus; the CVE scanner and anomaly
-    detection keep their own state and publish theirs; INFO history and commandstats
+    mean command latency publish their events on the bus; the CVE scanner (polled versions
+    from INFO, pushed ones as facts) and anomaly detection keep their own state and publish
+    theirs; INFO history and commandstats
     history write storage. Anomaly detection turned off (ANOMALY_DETECTION_ENABLED) is
     not in the pipe at all."""
     live_state, bus = services.live_state, services.bus
@@ -100,6 +101,7 @@ def build_pipe(services: Services, consumers: Consumers) -> Pipe:
             ClusterStateDetector(bus),
             consumers.commandstats,
             LatencyDetector(bus),
+            consumers.cve,
             *anomaly,
         ),
         # What a poll brings back after this replica lost its lease goes no further.
@@ -118,8 +120,7 @@ def build_sources(
     rides: InfoRides | None = None,
 ) -> Sources:
     """The poll supervisor with the INFO poll (carrying `rides`) and `kinds` (the feature
-    domains' polls), and the OTLP metrics receiver, whose pushed versions the CVE scanner
-    is told of."""
+    domains' polls), and the OTLP metrics receiver."""
     settings, connections = services.settings, services.connections
     shared = services.shared_alerts
     health = InstanceHealth(services.bus, on_change=shared.health_changed)
@@ -152,10 +153,8 @@ def build_sources(
     )
     receiver = MetricsReceiver(
         connections=connections,
-        live_state=services.live_state,
         pipe=pipe,
         health=health,
-        version_consumers=[consumers.cve],
         discovery=services.discovery,
         counts=IngestCounts(full_profile=settings.METRICS_EXPORT_PROFILE == "full"),
         bus=services.bus,

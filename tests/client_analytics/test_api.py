@@ -177,10 +177,14 @@ class TestExpensiveCallRule:
         identity = EngineIdentity("valkey", "9.1.0", Capabilities(), False, "master")
         target = PollTarget(connection, client, identity)
         try:
-            live.update(Observation("c", 1, parse_info(b"# Clients\r\nconnected_clients:5001\r\n")))
+            live.observe(
+                Observation("c", 1, parse_info(b"# Clients\r\nconnected_clients:5001\r\n"))
+            )
             await poller.poll(target)
             skipped = await analytics.stats(_filter("c"))
-            live.update(Observation("c", 2, parse_info(b"# Clients\r\nconnected_clients:5000\r\n")))
+            live.observe(
+                Observation("c", 2, parse_info(b"# Clients\r\nconnected_clients:5000\r\n"))
+            )
             await poller.poll(target)
             polled = await analytics.stats(_filter("c"))
         finally:

@@ -2,7 +2,7 @@
 mapping table, caps, freshness, engine versions, and push connections in the registry."""
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from typing import Any
 
 import pytest
@@ -10,6 +10,7 @@ from opentelemetry.proto.metrics.v1.metrics_pb2 import Metric, ResourceMetrics
 
 from svc_monitor.otlp.ingest.discovery import MAX_DISCOVERED
 from svc_monitor.otlp.ingest.fields import MAX_COMMANDS, MAX_DATABASES
+from svc_monitor.pipe.facts import Facts, ServerVersionFacts
 from tests.fixtures.app import RunningApp, make_settings, running_app
 from tests.otlp.push_payloads import (
     DELTA,
@@ -363,13 +364,14 @@ async def test_engine_versions_follow_the_spec_and_tell_the_cve_hook(
     scans: list[tuple[str, str, str]] = []
 
     cve = app.features.cve
-    told_cve = cve.on_pushed_version
+    told_cve = cve.observe_facts
 
-    async def scanner(cid: str, engine: str, version: str) -> None:
-        scans.append((cid, engine, version))
-        await told_cve(cid, engine, version)
+    def scanner(cid: str, facts: Facts) -> Awaitable[None] | None:
+        if isinstance(facts, ServerVersionFacts):
+            scans.append((cid, facts.engine, facts.version))
+        return told_cve(cid, facts)
 
-    cve.on_pushed_version = scanner  # type: ignore[method-assign,assignment]
+    cve.observe_facts = scanner  # type: ignore[method-assign,assignment]
 
     async def version() -> dict[str, Any]:
         read = (await app.client.get(f"/api/connections/{connection_id}")).json()

@@ -3,7 +3,8 @@
 import pytest
 
 from svc_monitor.engine.info import parse_info
-from svc_monitor.pipe.live_state import LiveState, cpu_reading
+from svc_monitor.pipe.live_state import LiveState
+from svc_monitor.pipe.live_view import cpu_reading
 from svc_monitor.pipe.observation import Observation
 from svc_monitor.pipe.pressure import pressure_reason, reading
 
@@ -55,7 +56,7 @@ class TestPressureRule:
     def test_live_state_supplies_the_last_two_readings(self):
         state = LiveState()
         assert pressure_reason(state, "c1") is None
-        state.update(observed(0, cpu=5.0))
+        state.observe(observed(0, cpu=5.0))
         assert pressure_reason(state, "c1") is None  # one reading: no rate yet
-        state.update(observed(500, cpu=5.45))
+        state.observe(observed(500, cpu=5.45))
         assert pressure_reason(state, "c1") == "CPU at 90% of a core (over 80%)"

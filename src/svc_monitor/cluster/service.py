@@ -1,14 +1,12 @@
-"""Whole clusters from one seed: discover every node, poll each directly, merge views.
+"""Whole clusters from one seed: discover every node, reach each directly, merge views.
 
 A connection to any node of a cluster stands for the whole cluster. Its topology is
 read with CLUSTER NODES from the seed (every TOPOLOGY_REFRESH_S, and whenever a node
 fails), so failovers and added or removed nodes show within a poll or two. Each node is
-reached directly with the seed's credentials and TLS settings; its INFO enters the pipe
-as an Observation tagged with the node's host:port. The seed's CLUSTER INFO is read
-every pass and goes into the pipe as ClusterFacts (for the cluster state detector,
-detectors/cluster_state.py, anomaly detection and Prometheus); on Valkey 8.0+ so are the
-slots holding most keys (CLUSTER SLOT-STATS of every primary, merged), at most every
-TOP_SLOTS_REFRESH_S.
+reached directly with the seed's credentials and TLS settings. The cluster poll
+(polling/cluster_poll.py) keeps the topology fresh through this service and puts what the
+nodes say into the pipe; the routes read the topology, the nodes' latest observations in
+live state, and live fan-outs to every node.
 """
 
 import asyncio
@@ -30,20 +28,18 @@ from svc_monitor.cluster.schemas import (
 )
 from svc_monitor.connections.models import Connection
 from svc_monitor.connections.service import ConnectionService
-from svc_monitor.engine.capabilities import EngineIdentity
 from svc_monitor.engine.client import CLIENT_NAME, EngineClient
 from svc_monitor.engine.clients import parse_client_list
 from svc_monitor.engine.cluster import (
     ClusterNode,
-    SlotStats,
     parse_cluster_info,
     parse_cluster_nodes,
     top_slot_stats,
 )
 from svc_monitor.engine.errors import EngineError, EngineResponseError
+from svc_monitor.engine.info import ParsedInfo
 from svc_monitor.engine.slowlog import parse_log_reply
 from svc_monitor.errors import Conflict
-from svc_monitor.events import now_ms
 from svc_monitor.kit.records import from_attributes
 from svc_monitor.live.service import (
     SLOT_STATS_UNSUPPORTED,
@@ -53,21 +49,12 @@ from svc_monitor.live.service import (
     detected_identity,
     engine_call,
 )
-from svc_monitor.pipe.facts import ClusterFacts
-from svc_monitor.pipe.live_state import LiveState
+from svc_monitor.pipe.live_view import LiveView
 from svc_monitor.pipe.observation import Observation
-from svc_monitor.pipe.pipe import Pipe
 
 logger = logging.getLogger(__name__)
 
 TOPOLOGY_REFRESH_S = 5.0
-# Nodes polled at once per cluster: enough for big clusters to finish within a tick,
-# few enough that one cluster cannot take every socket.
-NODE_CONCURRENCY = 8
-# Slots kept in ClusterFacts (the Prometheus slot series are limited to the top 100 by
-# key count). Key counts move slowly and the read asks every primary, so not every pass.
-TOP_SLOTS = 100
-TOP_SLOTS_REFRESH_S = 15.0
 
 
 @dataclass(slots=True)
@@ -83,29 +70,18 @@ class ClusterService:
     def __init__(
         self,
         connections: ConnectionService,
-        live_state: LiveState,
-        pipe: Pipe,
+        live_state: LiveView,
     ) -> None:
         self._connections = connections
         self._live_state = live_state
-        self._pipe = pipe
-        # Connections whose user may not run CLUSTER INFO: not asked again until
-        # forgotten, or every pass would add a refusal to the ACL log we audit.
-        self._cluster_info_refused: set[str] = set()
-        self._slot_stats_refused: set[str] = set()
-        # When the top slots were last read (monotonic seconds), and what they were.
-        self._top_slots: dict[str, tuple[float, tuple[SlotStats, ...]]] = {}
         self._clusters: dict[str, _Cluster] = {}
         self._clients: dict[tuple[str, str], EngineClient] = {}
 
-    # --- polling ---
+    # --- topology, for the cluster poll (polling/cluster_poll.py) and the routes ---
 
-    async def poll(
-        self, connection: Connection, client: EngineClient, identity: EngineIdentity | None
-    ) -> None:
-        """One pass: refresh the topology when due, then INFO from every other node."""
-        if identity is None or not identity.cluster_enabled:
-            return
+    async def refresh_if_due(self, connection: Connection, seed: EngineClient) -> None:
+        """Read CLUSTER NODES from the seed when the topology is unknown, older than
+        TOPOLOGY_REFRESH_S, or a node failed since."""
         cluster = self._clusters.get(connection.id)
         due = (
             cluster is None
@@ -113,83 +89,32 @@ class ClusterService:
             or (time.monotonic() - cluster.refreshed_at >= TOPOLOGY_REFRESH_S)
         )
         if due:
-            cluster = await self._refresh(connection, client, cluster)
-        assert cluster is not None
-        info = await self._read_cluster_info(connection.id, client)
+            await self._refresh(connection, seed, cluster)
+
+    def peers(self, connection: Connection) -> list[ClusterNode]:
+        """The nodes other than the seed not flagged as failing: those the poll reads."""
+        cluster = self._clusters.get(connection.id)
         seed = _address(connection.host, connection.port)
-        others = [n for n in cluster.nodes if n.address != seed and "fail" not in n.flags]
-        limit = asyncio.Semaphore(NODE_CONCURRENCY)
+        nodes = cluster.nodes if cluster is not None else []
+        return [n for n in nodes if n.address != seed and "fail" not in n.flags]
 
-        async def poll_node(node: ClusterNode) -> None:
-            async with limit:
-                try:
-                    info = await self._client(connection, node.address).info()
-                except EngineError as exc:
-                    cluster.errors[node.address] = exc.message
-                    return
-                cluster.errors.pop(node.address, None)
-                await self._pipe.observe(
-                    Observation(
-                        connection_id=connection.id,
-                        received_at_ms=now_ms(),
-                        info=info,
-                        node=node.address,
-                    )
-                )
-
-        _, top_slots = await asyncio.gather(
-            asyncio.gather(*(poll_node(n) for n in others)),
-            self._read_top_slots(connection, identity),
-        )
-        await self._pipe.put_facts(
-            connection.id, ClusterFacts(at_ms=now_ms(), info=info or {}, top_slots=top_slots)
-        )
-
-    async def _read_cluster_info(
-        self, connection_id: str, seed: EngineClient
-    ) -> dict[str, int | str] | None:
-        if connection_id in self._cluster_info_refused:
-            return None
+    async def node_info(self, connection: Connection, node: ClusterNode) -> ParsedInfo | None:
+        """INFO from one node, reached directly; None when it fails, which the node's row
+        shows (node_stats) and which makes the next pass refresh the topology."""
+        cluster = self._clusters.get(connection.id)
         try:
-            reply = await seed.execute("CLUSTER", "INFO")
-        except EngineResponseError as exc:
-            # Refused (NOPERM): no cluster state events, and the nodes are still polled.
-            logger.debug("CLUSTER INFO refused on %s: %s", connection_id, exc.message)
-            self._cluster_info_refused.add(connection_id)
+            info = await self._client(connection, node.address).info()
+        except EngineError as exc:
+            if cluster is not None:
+                cluster.errors[node.address] = exc.message
             return None
-        return parse_cluster_info(reply)
-
-    async def _read_top_slots(
-        self, connection: Connection, identity: EngineIdentity
-    ) -> tuple[SlotStats, ...]:
-        """The TOP_SLOTS slots holding most keys; the last list until a refresh is due."""
-        if not identity.capabilities.has_slot_stats or connection.id in self._slot_stats_refused:
-            return ()
-        last_read, previous = self._top_slots.get(connection.id, (None, ()))
-        if last_read is not None and time.monotonic() - last_read < TOP_SLOTS_REFRESH_S:
-            return previous
-        command = ("CLUSTER", "SLOT-STATS", "ORDERBY", "key-count", "LIMIT", TOP_SLOTS)
-        replies = [r for _, r in await self.fan_out(connection, *command, primaries_only=True)]
-        refused = next((r for r in replies if isinstance(r, EngineResponseError)), None)
-        if refused is not None:
-            # Not asked again until forgotten: each NOPERM would add to the ACL log we audit.
-            logger.debug("CLUSTER SLOT-STATS refused on %s: %s", connection.id, refused.message)
-            self._slot_stats_refused.add(connection.id)
-            self._top_slots.pop(connection.id, None)
-            return ()
-        answers = [r for r in replies if not isinstance(r, EngineError)]
-        # No primary answered (down, timed out): keep the last list until the next refresh.
-        top = (
-            tuple(top_slot_stats(answers, order_by="key-count", limit=TOP_SLOTS))
-            if answers
-            else previous
-        )
-        self._top_slots[connection.id] = (time.monotonic(), top)
-        return top
+        if cluster is not None:
+            cluster.errors.pop(node.address, None)
+        return info
 
     async def _refresh(
         self, connection: Connection, seed: EngineClient, previous: _Cluster | None
-    ) -> _Cluster:
+    ) -> None:
         nodes = parse_cluster_nodes(await seed.execute("CLUSTER", "NODES"))
         # CLUSTER NODES names the seed by the address it announces, which may not be the
         # one we connect to; "myself" marks it either way.
@@ -200,7 +125,6 @@ class ClusterService:
         known = {n.address for n in nodes}
         for key in [k for k in self._clients if k[0] == connection.id and k[1] not in known]:
             await self._clients.pop(key).close()
-        return cluster
 
     def _client(self, connection: Connection, address: str) -> EngineClient:
         key = (connection.id, address)
@@ -214,9 +138,6 @@ class ClusterService:
 
     async def forget(self, connection_id: str) -> None:
         self._clusters.pop(connection_id, None)
-        self._cluster_info_refused.discard(connection_id)
-        self._slot_stats_refused.discard(connection_id)
-        self._top_slots.pop(connection_id, None)
         for key in [k for k in self._clients if k[0] == connection_id]:
             await self._clients.pop(key).close()
 

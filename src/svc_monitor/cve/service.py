@@ -3,8 +3,8 @@
 Versions arrive through the one pipe: polled INFO observations (`observe`, a consumer of
 the pipe: `valkey_version` present means Valkey and is the version scanned; a Valkey's
 `redis_version` 7.2.4 is never used) and the push receiver's pushed versions
-(`on_pushed_version`, which already sets aside a Valkey's 7.2.4 `redis.version`:
-docs/features/otlp-push-and-traces.md#engine-versions). A connection is
+(`observe_facts`, ServerVersionFacts, which already set aside a Valkey's 7.2.4
+`redis.version`: docs/features/otlp-push-and-traces.md#engine-versions). A connection is
 scanned when its version first arrives or changes, every 6 hours, and after a dataset
 update. Each scan replaces the stored one; an advisory not stored before for that
 connection is new and publishes one CveDetected (webhook `cve.detected`), so rescans
@@ -16,7 +16,7 @@ import contextlib
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any
@@ -37,6 +37,7 @@ from svc_monitor.cve.updates import DatasetSource
 from svc_monitor.engine.info import detect_engine, engine_version
 from svc_monitor.event_types.detection import CveDetected
 from svc_monitor.events import EventBus
+from svc_monitor.pipe.facts import Facts, ServerVersionFacts
 from svc_monitor.pipe.observation import Observation
 
 logger = logging.getLogger(__name__)
@@ -102,7 +103,7 @@ class CveService:
     def observe(self, observation: Observation) -> None:
         """As an observation consumer of the pipe: cheap unless the version moved."""
         if observation.pushed or observation.node is not None:
-            return  # push versions come through on_pushed_version; nodes share the seed's
+            return  # push versions come as ServerVersionFacts; nodes share the seed's
         info = observation.info
         version = engine_version(info)
         if version is None:
@@ -115,11 +116,20 @@ class CveService:
         self._due.add(observation.connection_id)
         self._wake.set()
 
-    async def on_pushed_version(self, connection_id: str, engine: str, version: str) -> None:
-        """As the push receiver's version consumer: first arrival, change, and every 6 h."""
+    def observe_facts(self, connection_id: str, facts: Facts) -> Awaitable[None] | None:
+        """As a facts consumer of the pipe: a pushed version, put by the receiver on first
+        arrival, on change and every 6 h, is scanned at once."""
+        if not isinstance(facts, ServerVersionFacts):
+            return None
+        return self._scan_pushed(connection_id, facts.engine, facts.version)
+
+    async def _scan_pushed(self, connection_id: str, engine: str, version: str) -> None:
         checked: Engine = "valkey" if engine == "valkey" else "redis"
         self._known[connection_id] = _Known(checked, version, pushed=True)
-        await self.scan(connection_id)
+        try:
+            await self.scan(connection_id)
+        except Exception:  # storage hiccup: the next change or rescan tries again
+            logger.exception("CVE scan of pushed %s failed", connection_id)
 
     def forget(self, connection_id: str) -> None:
         """No longer watched (removed, or edited): the next version seen is scanned afresh.
@@ -206,7 +216,7 @@ class CveService:
         """One pass: scan every connection whose version moved or whose scan is 6 h old."""
         now = self._now_ms()
         for connection_id, known in list(self._known.items()):
-            # Push connections' 6-hourly rescans are the receiver's (on_pushed_version).
+            # Push connections' 6-hourly rescans are the receiver's (ServerVersionFacts).
             if not known.pushed and now - known.scanned_at_ms >= RESCAN_EVERY_MS:
                 self._due.add(connection_id)
         due, self._due = self._due, set()

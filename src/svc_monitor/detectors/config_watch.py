@@ -42,7 +42,7 @@ from svc_monitor.engine.reply_values import pairs, text
 from svc_monitor.event_types.access import AclModified, ConfigChanged
 from svc_monitor.events import EventBus, now_ms
 from svc_monitor.pipe.facts import ReplicaBufferLimitFacts
-from svc_monitor.pipe.live_state import LiveState
+from svc_monitor.pipe.live_view import LiveView
 from svc_monitor.pipe.pressure import pressure_reason
 
 logger = logging.getLogger(__name__)
@@ -96,7 +96,7 @@ class _Watch:
 class ConfigWatch:
     """Publishes AclModified and ConfigChanged from ACL LIST and CONFIG GET diffs."""
 
-    def __init__(self, bus: EventBus, live_state: LiveState) -> None:
+    def __init__(self, bus: EventBus, live_state: LiveView) -> None:
         self._bus = bus
         self._live_state = live_state
         self._watches: dict[str, _Watch] = {}
@@ -108,11 +108,13 @@ class ConfigWatch:
         identity: EngineIdentity | None,
         *,
         commandstats: ParsedInfo | None = None,
-    ) -> None:
+    ) -> ReplicaBufferLimitFacts | None:
         """One pass; `commandstats` is this pass's INFO commandstats when it was already
-        read (along with INFO), else the pass reads it when a part needs it."""
+        read (along with INFO), else the pass reads it when a part needs it. Returns the
+        replica buffer limit the last CONFIG GET read, for the poll to put into the pipe
+        (None while none was read)."""
         if identity is None:
-            return  # not detected yet: whether ACL exists is unknown
+            return None  # not detected yet: whether ACL exists is unknown
         target = _Server(connection_id, client)
         watch = self._watches.setdefault(connection_id, _Watch())
         if watch.identity is not identity:
@@ -142,15 +144,7 @@ class ConfigWatch:
                     modified_by=await by.of(_CONFIG_WRITERS),
                 )
             )
-        self._share_replica_limit(target.connection_id, watch)
-
-    def _share_replica_limit(self, connection_id: str, watch: _Watch) -> None:
-        # For svc_repl_output_buffer_ratio: the scrape reads live state only, never this
-        # watch, so each pass hands it the limit its last CONFIG GET read.
-        value = watch.config.get("client-output-buffer-limit") if watch.config else None
-        limit = replica_hard_limit(value) if value is not None else None
-        if limit is not None:
-            self._live_state.put(connection_id, ReplicaBufferLimitFacts(now_ms(), limit))
+        return _replica_limit(watch)
 
     def parameter(self, connection_id: str, name: str) -> str | None:
         """A configuration parameter's value as the last CONFIG GET read it; None when not
@@ -253,10 +247,18 @@ class ConfigWatch:
         return [] if previous is None else diff_config(previous, config)
 
 
+def _replica_limit(watch: _Watch) -> ReplicaBufferLimitFacts | None:
+    # For svc_repl_output_buffer_ratio: the scrape reads live state only, never this
+    # watch, so each pass hands the pipe the limit its last CONFIG GET read.
+    value = watch.config.get("client-output-buffer-limit") if watch.config else None
+    limit = replica_hard_limit(value) if value is not None else None
+    return None if limit is None else ReplicaBufferLimitFacts(now_ms(), limit)
+
+
 class _Attribution:
     """Who made this pass's changes: one CLIENT LIST at most, and only when asked."""
 
-    def __init__(self, target: _Server, watch: _Watch, live_state: LiveState) -> None:
+    def __init__(self, target: _Server, watch: _Watch, live_state: LiveView) -> None:
         self._target = target
         self._watch = watch
         self._live_state = live_state

@@ -68,7 +68,7 @@ from svc_monitor.key_analytics.shards import join_sources, split_sample
 from svc_monitor.key_analytics.sources import Shard, fit_replica, open_shard, shard_primaries
 from svc_monitor.key_analytics.store import KeyAnalyticsStore, pattern_of
 from svc_monitor.key_analytics.summary import ranked, summarise, summarise_parts
-from svc_monitor.pipe.live_state import LiveState
+from svc_monitor.pipe.live_view import LiveView
 from svc_monitor.pipe.pressure import pressure_reason
 
 logger = logging.getLogger(__name__)
@@ -93,7 +93,7 @@ class KeyAnalyticsService:
 
     store: KeyAnalyticsStore
     connections: ConnectionService
-    live_state: LiveState
+    live_state: LiveView
     settings: Settings
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict, init=False)
     _under_pressure: set[str] = field(default_factory=set, init=False)

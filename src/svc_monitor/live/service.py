@@ -37,7 +37,7 @@ from svc_monitor.live.schemas import (
     RoleReplicaRead,
     Scalar,
 )
-from svc_monitor.pipe.live_state import CpuReading, LiveState
+from svc_monitor.pipe.live_view import CpuReading, cpu_reading
 from svc_monitor.pipe.observation import Observation
 
 SLOT_STATS_UNSUPPORTED = "CLUSTER SLOT-STATS is not supported on this database version"
@@ -257,21 +257,26 @@ class ObservedElsewhere:
     ) -> None:
         self._connections = connections
         self._polled_elsewhere = polled_elsewhere
-        self._state = LiveState()
+        # Its own readings, not the pipe's live state: a live read here judges nothing.
+        self._latest: dict[str, Observation] = {}
+        self._previous: dict[str, CpuReading] = {}
 
     async def latest(self, connection: Connection) -> tuple[Observation | None, CpuReading | None]:
         """The latest reading and the one before, or (None, None) where this replica polls
         the connection itself (or it is pushed): its own live state has those."""
-        latest = self._state.latest(connection.id)
+        latest = self._latest.get(connection.id)
         if connection.pushed or not self._polled_elsewhere(connection.id):
-            if latest is not None:
-                self._state.forget(connection.id)  # polled here now
+            if latest is not None:  # polled here now
+                del self._latest[connection.id]
+                self._previous.pop(connection.id, None)
             return None, None
         if latest is None or now_ms() - latest.received_at_ms >= self.MIN_AGE_MS:
             try:
                 info = await self._connections.client(connection).info()
             except EngineError:  # down or hung: the views say there is nothing to show
                 return None, None
+            if latest is not None:
+                self._previous[connection.id] = cpu_reading(latest)
             latest = Observation(connection_id=connection.id, received_at_ms=now_ms(), info=info)
-            self._state.update(latest)
-        return latest, self._state.previous(connection.id)
+            self._latest[connection.id] = latest
+        return latest, self._previous.get(connection.id)

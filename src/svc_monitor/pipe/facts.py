@@ -2,12 +2,14 @@
 
 INFO arrives as an Observation; everything else (the slow log's length and patterns, the
 command log, ACL denials, client counts, CLUSTER INFO and slot stats, commandstats, the
-latency monitor) is summarised by its poll, or by the OTLP receiver for pushed
-commandstats, into one of these small frozen records. Live state keeps the latest of
+latency monitor, the config watch's replica buffer limit) is summarised by its poll, or by
+the OTLP receiver for pushed commandstats and pushed engine versions, into one of these
+small frozen records. Live state keeps the latest of
 each kind per connection, replaced whole on every pass, for Prometheus at scrape time
 (and the OTLP export that mirrors it): a scrape reads them without a query, so it costs
 the same with a busy store as with an idle one. The pipe's other facts consumers
-(detectors, commandstats history, anomaly detection) take the kinds they judge.
+(detectors, commandstats history, anomaly detection, the CVE scanner) take the kinds they
+judge.
 """
 
 from collections.abc import Mapping
@@ -105,6 +107,17 @@ class ReplicaBufferLimitFacts:
     hard_limit_bytes: int
 
 
+@dataclass(frozen=True, slots=True)
+class ServerVersionFacts:
+    """A push connection's engine and version, as its resource attributes last said
+    (a Valkey's 7.2.4 `redis.version` already set aside): put on first arrival, on
+    change and every 6 hours, so the CVE scanner scans it then."""
+
+    at_ms: int
+    engine: str  # "valkey" or "redis"
+    version: str
+
+
 Facts = (
     SlowlogFacts
     | CommandlogFacts
@@ -114,4 +127,5 @@ Facts = (
     | CommandstatsFacts
     | LatencyFacts
     | ReplicaBufferLimitFacts
+    | ServerVersionFacts
 )

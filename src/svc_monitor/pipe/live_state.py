@@ -1,32 +1,20 @@
 """The latest Observation of every connection: what is true now, for live views,
-Prometheus at scrape time and detectors. Kept in memory only."""
+Prometheus at scrape time and detectors. Kept in memory only.
+
+Written only by the pipe, whose first consumer it is (`observe`, `observe_facts`,
+`forget`, and `judged` once every consumer has read an observation); everything else
+reads it as a `LiveView` (pipe/live_view.py)."""
 
 import logging
-from dataclasses import dataclass
 from typing import TypeVar
 
 from svc_monitor.pipe.facts import Facts
+from svc_monitor.pipe.live_view import CpuReading, cpu_reading
 from svc_monitor.pipe.observation import Observation
 from svc_monitor.pipe.poll_counts import PollCounts
 
 F = TypeVar("F", bound=Facts)
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class CpuReading:
-    """What a rate of CPU use needs of an observation: when it was taken, and the
-    server's CPU seconds (system + user) then."""
-
-    at_ms: int
-    cpu_s: float | None
-
-
-def cpu_reading(observation: Observation) -> CpuReading:
-    info = observation.info
-    sys_s, user_s = info.get_float("cpu", "used_cpu_sys"), info.get_float("cpu", "used_cpu_user")
-    cpu_s = None if sys_s is None or user_s is None else sys_s + user_s
-    return CpuReading(observation.received_at_ms, cpu_s)
 
 
 class LiveState:
@@ -46,7 +34,13 @@ class LiveState:
 
     def observe(self, observation: Observation) -> None:
         """As the pipe's first observation consumer."""
-        self.update(observation)
+        key = (observation.connection_id, observation.node)
+        latest = self._latest.get(key)
+        if latest is not None:
+            self._previous[key] = cpu_reading(latest)
+        elif observation.node:
+            self._nodes.setdefault(observation.connection_id, {})[observation.node] = None
+        self._latest[key] = observation
 
     def judged(self, observation: Observation) -> None:
         """After every consumer has read the observation: count the fields they found
@@ -66,17 +60,8 @@ class LiveState:
             )
 
     def observe_facts(self, connection_id: str, facts: Facts) -> None:
-        """As the pipe's first facts consumer."""
-        self.put(connection_id, facts)
-
-    def update(self, observation: Observation) -> None:
-        key = (observation.connection_id, observation.node)
-        latest = self._latest.get(key)
-        if latest is not None:
-            self._previous[key] = cpu_reading(latest)
-        elif observation.node:
-            self._nodes.setdefault(observation.connection_id, {})[observation.node] = None
-        self._latest[key] = observation
+        """As the pipe's first facts consumer: the latest of each kind, replaced whole."""
+        self._facts[(connection_id, type(facts))] = facts
 
     def latest(self, connection_id: str, node: str | None = None) -> Observation | None:
         return self._latest.get((connection_id, node))
@@ -88,14 +73,13 @@ class LiveState:
         """The latest observation of every other node of a cluster connection."""
         return [self._latest[(connection_id, n)] for n in self._nodes.get(connection_id, ())]
 
-    def put(self, connection_id: str, facts: Facts) -> None:
-        self._facts[(connection_id, type(facts))] = facts
-
     def facts(self, connection_id: str, kind: type[F]) -> F | None:
         found = self._facts.get((connection_id, kind))
         return found if isinstance(found, kind) else None
 
     def forget(self, connection_id: str) -> None:
+        """As a consumer of the pipe: the connection stopped being watched, or its pushes
+        went stale (otlp/ingest/receiver.py)."""
         for key in [k for k in self._latest if k[0] == connection_id]:
             del self._latest[key]
             self._previous.pop(key, None)

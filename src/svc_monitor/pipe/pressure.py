@@ -15,7 +15,7 @@ INFO polls, a server is under pressure when:
 The skip lasts only as long as the reading: the next pass asks again.
 """
 
-from svc_monitor.pipe.live_state import CpuReading, LiveState, cpu_reading
+from svc_monitor.pipe.live_view import CpuReading, LiveView, cpu_reading
 from svc_monitor.pipe.observation import Observation
 
 CPU_LIMIT_PERCENT = 80.0
@@ -23,7 +23,7 @@ ROUND_TRIP_LIMIT_MS = 100.0
 MAX_CLIENTS = 5_000
 
 
-def pressure_reason(live_state: LiveState, connection_id: str) -> str | None:
+def pressure_reason(live_state: LiveView, connection_id: str) -> str | None:
     """Why the connection's server is under pressure now, or None when it is not."""
     latest = live_state.latest(connection_id)
     if latest is None:

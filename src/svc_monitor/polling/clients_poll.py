@@ -19,7 +19,7 @@ from svc_monitor.config import Settings
 from svc_monitor.engine.clients import ClientInfo, parse_client_list
 from svc_monitor.events import now_ms
 from svc_monitor.pipe.facts import ClientFacts
-from svc_monitor.pipe.live_state import LiveState
+from svc_monitor.pipe.live_view import LiveView
 from svc_monitor.pipe.pipe import Pipe
 from svc_monitor.pipe.pressure import MAX_CLIENTS, pressure_reason
 from svc_monitor.polling.models import PollKind, PollTarget
@@ -32,7 +32,7 @@ class ClientsPoller:
     """Feeds client analytics from CLIENT LIST every `clientAnalyticsPollIntervalMs`."""
 
     def __init__(
-        self, analytics: ClientAnalyticsService, *, pipe: Pipe, live_state: LiveState
+        self, analytics: ClientAnalyticsService, *, pipe: Pipe, live_state: LiveView
     ) -> None:
         self._analytics = analytics
         self._pipe = pipe

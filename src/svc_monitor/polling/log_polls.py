@@ -18,7 +18,7 @@ from svc_monitor.engine.errors import EngineError, EngineResponseError
 from svc_monitor.engine.slowlog import FETCH_COUNT, LOG_TYPES, LogEntry, LogType, parse_log_reply
 from svc_monitor.events import now_ms
 from svc_monitor.pipe.facts import CommandlogFacts, PatternCount, SlowlogFacts
-from svc_monitor.pipe.live_state import LiveState
+from svc_monitor.pipe.live_view import LiveView
 from svc_monitor.pipe.pipe import Pipe
 from svc_monitor.polling.models import PollKind, PollTarget
 from svc_monitor.polling.size_log_gate import SizeLogGate
@@ -37,7 +37,7 @@ class LogPoller:
     """The `slowlog` and `commandlog` poll kinds of every connection."""
 
     def __init__(
-        self, slowlog: SlowlogService, *, pipe: Pipe, live_state: LiveState, gate: SizeLogGate
+        self, slowlog: SlowlogService, *, pipe: Pipe, live_state: LiveView, gate: SizeLogGate
     ) -> None:
         self._slowlog = slowlog
         self._pipe = pipe

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from svc_monitor.engine.reply_values import integer
 from svc_monitor.engine.slowlog import LogType
-from svc_monitor.pipe.live_state import LiveState
+from svc_monitor.pipe.live_view import LiveView
 
 MAX_REST_S = 60.0
 
@@ -50,7 +50,7 @@ class SizeLogGate:
 
     def __init__(
         self,
-        live_state: LiveState,
+        live_state: LiveView,
         *,
         parameter: Callable[[str, str], str | None],
         resets: Callable[[str], int],

@@ -27,7 +27,7 @@ from svc_monitor.events import (
 )
 from svc_monitor.kit.waiting import wait_quietly
 from svc_monitor.pipe.health import InstanceHealth
-from svc_monitor.pipe.live_state import LiveState
+from svc_monitor.pipe.live_view import LiveView
 from svc_monitor.pipe.pipe import Pipe
 from svc_monitor.polling.loop import PollLoop
 from svc_monitor.polling.models import PassSkipped, PollKind, PollTarget
@@ -62,7 +62,7 @@ class PollSupervisor:
         bus: EventBus,
         health: InstanceHealth,
         pipe: Pipe,
-        live_state: LiveState,
+        live_state: LiveView,
         ownership: Ownership,
         kinds: Sequence[PollKind],
         carry_on: Callable[[list[str]], Awaitable[None]] | None = None,

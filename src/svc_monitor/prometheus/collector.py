@@ -30,7 +30,7 @@ from svc_monitor.pipe.facts import (
     ReplicaBufferLimitFacts,
     SlowlogFacts,
 )
-from svc_monitor.pipe.live_state import LiveState
+from svc_monitor.pipe.live_view import LiveView
 from svc_monitor.pipe.poll_counts import DURATION_BUCKETS
 from svc_monitor.prometheus import catalogue as c
 from svc_monitor.prometheus.catalogue import Family
@@ -98,7 +98,7 @@ class LiveStateCollector:
 
     def __init__(
         self,
-        live_state: LiveState,
+        live_state: LiveView,
         connections: Sequence[ScrapedConnection],
         *,
         now_ms: int,

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from svc_monitor.config import Settings
 from svc_monitor.connections.models import Connection
 from svc_monitor.events import now_ms
-from svc_monitor.pipe.live_state import LiveState
+from svc_monitor.pipe.live_view import LiveView
 
 # The longest a scrape holds the event loop before letting requests and polls run, while
 # they need little of it; when they need more, a slice may last as long as they just ran,
@@ -38,7 +38,7 @@ class PrometheusService:
     def __init__(
         self,
         connections: Callable[[], Sequence[Connection]],
-        live_state: LiveState,
+        live_state: LiveView,
         settings: Settings,
         *,
         pushed_connections: Callable[[], Sequence[Connection]] = list,

@@ -21,7 +21,7 @@ from svc_monitor.connections.schemas import Capabilities
 from svc_monitor.connections.service import ConnectionService
 from svc_monitor.engine.errors import EngineTimeout
 from svc_monitor.errors import NotFound
-from svc_monitor.pipe.live_state import LiveState
+from svc_monitor.pipe.live_view import LiveView
 from svc_monitor.storage.database import Database
 from svc_monitor.system.schemas import ApiHealth, DatabaseHealth, HealthRead, StorageHealth
 
@@ -35,7 +35,7 @@ POLLED_FRESH_MS = 3000
 class HealthService:
     """Answers /health by asking each part, each within its budget."""
 
-    def __init__(self, db: Database, connections: ConnectionService, live: LiveState) -> None:
+    def __init__(self, db: Database, connections: ConnectionService, live: LiveView) -> None:
         self._db = db
         self._connections = connections
         self._live = live

@@ -8,21 +8,22 @@ detectors and the Prometheus families follow, and a field never pushed stays abs
 
 Liveness: a push connection is connected while any field is fresh. A sweep every second
 turns it disconnected once every field is stale (InstanceDown through InstanceHealth,
-once) and the next accepted point brings it back (InstanceUp). After a restart every push
-connection starts disconnected, without an event, until its next push.
+once), and the pipe's consumers forget it, so a scrape shows only what is fresh; the next
+accepted point brings it back (InstanceUp). After a restart every push connection starts
+disconnected, without an event, until its next push.
 
-Engine versions come from resource attributes and live in memory; the version consumers
-(the CVE scanner) are told on first arrival, on change and every 6 hours. Pushed
-commandstats go into the pipe as CommandstatsFacts, the same facts the commandstats poll
-makes of a polled instance.
+Engine versions come from resource attributes and live in memory; they go into the pipe
+as ServerVersionFacts (for the CVE scanner) on first arrival, on change, every 6 hours and
+on the first push after a sweep. Pushed commandstats go into the pipe as
+CommandstatsFacts, the same facts the commandstats poll makes of a polled instance.
 """
 
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from svc_monitor.connections.models import Connection, PushStatus
 from svc_monitor.connections.service import ConnectionService
@@ -35,9 +36,8 @@ from svc_monitor.otlp.ingest.fields import PushedFields
 from svc_monitor.otlp.ingest.identity import AddressBook, resource_address
 from svc_monitor.otlp.ingest.mapping import Engine
 from svc_monitor.otlp.ingest.points import Tally, point_count, string_attribute, take_metrics
-from svc_monitor.pipe.facts import CommandstatsFacts
+from svc_monitor.pipe.facts import CommandstatsFacts, ServerVersionFacts
 from svc_monitor.pipe.health import InstanceHealth
-from svc_monitor.pipe.live_state import LiveState
 from svc_monitor.pipe.observation import Observation
 from svc_monitor.pipe.pipe import Pipe
 
@@ -55,12 +55,6 @@ REFRESH_EVERY_S = 5.0
 SWEEP_EVERY_S = 1.0
 # What a Valkey reports in redis_version: never a version to scan Valkey by.
 VALKEY_COMPAT_VERSION = "7.2.4"
-
-
-class PushedVersionConsumer(Protocol):
-    """Told a push connection's engine and version (the CVE scanner)."""
-
-    async def on_pushed_version(self, connection_id: str, engine: str, version: str) -> None: ...
 
 
 @dataclass(slots=True)
@@ -94,10 +88,8 @@ class MetricsReceiver:
         self,
         *,
         connections: ConnectionService,
-        live_state: LiveState,
         pipe: Pipe,
         health: InstanceHealth,
-        version_consumers: Sequence[PushedVersionConsumer] = (),
         discovery: DiscoveredInstances,
         counts: IngestCounts,
         bus: EventBus,
@@ -105,10 +97,8 @@ class MetricsReceiver:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._connections = connections
-        self._live_state = live_state
         self._pipe = pipe
         self._health = health
-        self._version_consumers = tuple(version_consumers)
         self._discovery = discovery
         self.counts = counts
         self._bus = bus
@@ -198,8 +188,10 @@ class MetricsReceiver:
                         "(OTEL_METRICS_STALE_AFTER_MS)"
                     ),
                 )
-                # Its series go: a scrape shows only what is fresh.
-                self._live_state.forget(connection_id)
+                # Its series go (a scrape shows only what is fresh), and with them what
+                # every other consumer held of it; its version is put again on its return.
+                self._pipe.forget(connection_id)
+                pushed.scanned = None
                 self._publish_status(pushed)
 
     # --- ingest ---
@@ -294,24 +286,20 @@ class MetricsReceiver:
             pushed.versions["valkey_version"] = valkey_version.strip()
 
     async def _rescan_due(self) -> None:
-        if not self._version_consumers:
-            return
         now = self._now_ms()
         for connection_id, pushed in list(self._pushed.items()):
-            await self._rescan_if_due(connection_id, pushed, now)
+            # A swept connection was forgotten: its version goes in again when it returns.
+            if pushed.connected:
+                await self._rescan_if_due(connection_id, pushed, now)
 
     async def _rescan_if_due(self, connection_id: str, pushed: _Pushed, now: int) -> None:
         engine, version, _ = pushed.version()
-        if version is None or not self._version_consumers:
+        if version is None:
             return
         current = (engine, version)
         if pushed.scanned != current or now - pushed.scanned_at_ms >= RESCAN_EVERY_MS:
             pushed.scanned, pushed.scanned_at_ms = current, now
-            for consumer in self._version_consumers:
-                try:
-                    await consumer.on_pushed_version(connection_id, engine, version)
-                except Exception:
-                    logger.exception("a pushed version consumer failed for %s", connection_id)
+            await self._pipe.put_facts(connection_id, ServerVersionFacts(now, engine, version))
 
     # --- into the pipe ---
 

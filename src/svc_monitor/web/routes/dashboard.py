@@ -6,7 +6,7 @@ from typing import Any
 from fastapi import APIRouter
 from fastapi.responses import HTMLResponse
 
-from svc_monitor.pipe.live_state import CpuReading, cpu_reading
+from svc_monitor.pipe.live_view import CpuReading, cpu_reading
 from svc_monitor.pipe.observation import Observation
 from svc_monitor.web.dependencies import Ui, UiDep
 from svc_monitor.web.pages import RANGES, Page
