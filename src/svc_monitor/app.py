@@ -128,7 +128,7 @@ def create_app(
             asyncio.create_task(services.telemetry.run(), name="usage-telemetry"),
             asyncio.create_task(services.versions.run(), name="version-check"),
             asyncio.create_task(_check_connections(services), name="first-check"),
-            asyncio.create_task(services.metrics.run_rollups(), name="history-rollups"),
+            asyncio.create_task(services.info_history.run_rollups(), name="history-rollups"),
             asyncio.create_task(services.webhook_worker.run(), name="webhook-deliveries"),
             asyncio.create_task(services.webhook_dispatcher.run(), name="webhook-dispatch"),
             asyncio.create_task(services.replicas.run(), name="replica-heartbeat"),
@@ -366,13 +366,13 @@ async def _stop(app: FastAPI, services: Services) -> None:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
     if features is not None:
-        await features.clusters.close()
+        await features.cluster.close()
         try:  # what the next holder of each connection carries on from
             await features.anomaly.save_baselines(everything=True)
         except Exception as exc:
             logger.warning("anomaly baselines not saved at stop: %s", exc)
     await services.health.close()  # probes of hung servers, before their clients close
-    await services.live.close()
+    await services.live_connections.close()
     if services.otlp_transport is not None:
         await services.otlp_transport.close()
     await services.traces.flush()  # spans of exports still being written, before storage closes

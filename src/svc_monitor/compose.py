@@ -17,7 +17,7 @@ from svc_monitor.connections.live_connections import LiveConnections
 from svc_monitor.connections.service import ConnectionService
 from svc_monitor.connections.store import ConnectionStore
 from svc_monitor.events import EventBus
-from svc_monitor.info_history.service import MetricsService
+from svc_monitor.info_history.service import InfoHistoryService
 from svc_monitor.info_history.store import MetricsStore
 from svc_monitor.kit.secret_box import SecretBox
 from svc_monitor.licensing.service import LicenseService
@@ -58,7 +58,7 @@ def build_services(settings: Settings, *, clock: Callable[[], float] = time.time
         settings, clock=clock, shared=SharedLicenseStore(db) if db.shared else None
     )
     secrets = SecretBox(settings.ENCRYPTION_KEY, salt=settings.ENCRYPTION_KEK_SALT)
-    live = LiveConnections(
+    live_connections = LiveConnections(
         connect_timeout_s=settings.ENGINE_CONNECT_TIMEOUT_MS / 1000,
         command_timeout_s=settings.ENGINE_COMMAND_TIMEOUT_MS / 1000,
         tls_ca_file=str(settings.ENGINE_TLS_CA_FILE) if settings.ENGINE_TLS_CA_FILE else None,
@@ -66,7 +66,9 @@ def build_services(settings: Settings, *, clock: Callable[[], float] = time.time
     )
     meta = AppMetaStore(db)
     bus = EventBus()
-    connections = ConnectionService(ConnectionStore(db, secrets), live, meta, settings, bus)
+    connections = ConnectionService(
+        ConnectionStore(db, secrets), live_connections, meta, settings, bus
+    )
     runtime_settings = RuntimeSettingsService(RuntimeSettingsStore(db), settings, bus)
     auth_store = AuthStore(db)
     activity = ActivityLog(auth_store, retention_days=settings.ACTIVITY_RETENTION_DAYS, clock=clock)
@@ -132,7 +134,7 @@ def build_services(settings: Settings, *, clock: Callable[[], float] = time.time
         db=db,
         secrets=secrets,
         meta=meta,
-        live=live,
+        live_connections=live_connections,
         bus=bus,
         connections=connections,
         runtime_settings=runtime_settings,
@@ -142,7 +144,7 @@ def build_services(settings: Settings, *, clock: Callable[[], float] = time.time
         auth=auth,
         broker=BrokerService(settings, auth, clock=clock),
         telemetry=UsageTelemetry(settings, license),
-        metrics=MetricsService(MetricsStore(db), settings),
+        info_history=InfoHistoryService(MetricsStore(db), settings),
         live_state=live_state,
         webhooks=webhooks,
         webhook_worker=webhook_worker,

@@ -40,10 +40,10 @@ from svc_monitor.key_analytics.api import router as key_analytics_router
 from svc_monitor.key_analytics.service import KeyAnalyticsService
 from svc_monitor.latency_analytics import store as latency_store
 from svc_monitor.latency_analytics.api import router as latency_router
-from svc_monitor.latency_analytics.service import LatencyService
+from svc_monitor.latency_analytics.service import LatencyAnalyticsService
 from svc_monitor.licensing.models import Feature
 from svc_monitor.live.api import router as live_router
-from svc_monitor.live.service import LiveMetricsService, ObservedElsewhere
+from svc_monitor.live.service import LiveService, ObservedElsewhere
 from svc_monitor.polling.audit_poll import AuditPoller
 from svc_monitor.polling.clients_poll import ClientsPoller
 from svc_monitor.polling.cluster_poll import ClusterPoller
@@ -106,10 +106,10 @@ def build_features(services: Services) -> Features:
     slowlog = SlowlogService(slowlog_store.SlowlogStore(db), connections)
     audit = AuditService(audit_store.AuditStore(db), bus)
     client_analytics = ClientAnalyticsService(client_analytics_store.ClientSnapshotStore(db))
-    latency = LatencyService(latency_store.LatencyStore(db))
-    clusters = ClusterService(connections, live_state)
+    latency_analytics = LatencyAnalyticsService(latency_store.LatencyStore(db))
+    cluster = ClusterService(connections, live_state)
     forecast = ForecastService(
-        forecast_store.ForecastStore(db), services.metrics, connections, settings, bus
+        forecast_store.ForecastStore(db), services.info_history, connections, settings, bus
     )
     key_analytics = KeyAnalyticsService(
         key_analytics_store.KeyAnalyticsStore(db), connections, live_state, settings
@@ -139,8 +139,8 @@ def build_features(services: Services) -> Features:
             AuditPoller(audit, pipe=pipe).kind(),
             ClientsPoller(client_analytics, pipe=pipe, live_state=live_state).kind(),
             commandstats_poller.kind(rides),
-            LatencyPoller(latency, pipe=pipe).kind(),
-            ClusterPoller(clusters, pipe).kind(),
+            LatencyPoller(latency_analytics, pipe=pipe).kind(),
+            ClusterPoller(cluster, pipe).kind(),
             config_watch_kind(config_watch, pipe, rides),
             KeyAnalyticsPoller(
                 key_analytics, allowed=lambda: services.license.allows(Feature.KEY_ANALYTICS)
@@ -152,10 +152,10 @@ def build_features(services: Services) -> Features:
         slowlog=slowlog,
         audit=audit,
         client_analytics=client_analytics,
-        live=LiveMetricsService(connections),
+        live=LiveService(connections),
         observed_elsewhere=ObservedElsewhere(connections, services.ownership.polled_elsewhere),
-        latency=latency,
-        clusters=clusters,
+        latency_analytics=latency_analytics,
+        cluster=cluster,
         cli=CliService(settings, auth=services.auth, connections=connections),
         monitor=MonitorService(monitor_store.MonitorStore(db), connections, settings),
         forecast=forecast,

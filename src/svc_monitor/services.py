@@ -32,13 +32,13 @@ if TYPE_CHECKING:
     from svc_monitor.cve.service import CveService
     from svc_monitor.events import EventBus
     from svc_monitor.forecast.service import ForecastService
-    from svc_monitor.info_history.service import MetricsService
+    from svc_monitor.info_history.service import InfoHistoryService
     from svc_monitor.key_analytics.service import KeyAnalyticsService
     from svc_monitor.kit.secret_box import SecretBox
-    from svc_monitor.latency_analytics.service import LatencyService
+    from svc_monitor.latency_analytics.service import LatencyAnalyticsService
     from svc_monitor.licensing.service import LicenseService
     from svc_monitor.licensing.telemetry import UsageTelemetry
-    from svc_monitor.live.service import LiveMetricsService, ObservedElsewhere
+    from svc_monitor.live.service import LiveService, ObservedElsewhere
     from svc_monitor.notifications.service import SharedAlerts
     from svc_monitor.otlp.export.events import EventExporter
     from svc_monitor.otlp.export.metrics import MetricsExporter
@@ -76,7 +76,7 @@ class Services:
     db: "Database"
     secrets: "SecretBox"
     meta: "AppMetaStore"
-    live: "LiveConnections"
+    live_connections: "LiveConnections"
     bus: "EventBus"
     connections: "ConnectionService"
     runtime_settings: "RuntimeSettingsService"
@@ -86,7 +86,7 @@ class Services:
     auth: "AuthService"
     broker: "BrokerService"  # third-party sign-in (auth/broker.py)
     telemetry: "UsageTelemetry"
-    metrics: "MetricsService"  # INFO history (info_history/)
+    info_history: "InfoHistoryService"  # INFO history (info_history/)
     live_state: "LiveState"  # what the pipe last said of each connection
     webhooks: "WebhookService"
     webhook_worker: "DeliveryWorker"  # attempts, outcomes and the retry queue
@@ -109,11 +109,11 @@ class Features:
     slowlog: "SlowlogService"
     audit: "AuditService"
     client_analytics: "ClientAnalyticsService"
-    live: "LiveMetricsService"  # live reads of /api/metrics/* (live/)
+    live: "LiveService"  # live reads of /api/metrics/* (live/)
     # The latest-poll views of connections another replica polls, read live (live/)
     observed_elsewhere: "ObservedElsewhere"
-    latency: "LatencyService"
-    clusters: "ClusterService"
+    latency_analytics: "LatencyAnalyticsService"
+    cluster: "ClusterService"
     cli: "CliService"  # the browser CLI's sessions (console/cli/)
     monitor: "MonitorService"  # MONITOR captures (console/monitor/)
     forecast: "ForecastService"  # capacity forecasts and their limit alerts (forecast/)

@@ -93,7 +93,7 @@ def build_pipe(services: Services, consumers: Consumers) -> Pipe:
             readings,
             consumers.cve,
             *anomaly,
-            services.metrics,
+            services.info_history,
         ),
         facts_consumers=(
             live_state,
@@ -134,7 +134,7 @@ def build_sources(
 
     async def carry_on(connection_ids: list[str]) -> None:
         await shared.restore(connection_ids, down=health.restore_down, alerts=alerts_of)
-        await services.metrics.carry_on(connection_ids)
+        await services.info_history.carry_on(connection_ids)
         await consumers.anomaly.carry_on(connection_ids)
 
     supervisor = PollSupervisor(

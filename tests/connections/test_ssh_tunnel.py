@@ -240,7 +240,7 @@ async def test_a_removed_connection_closes_its_tunnel(
 ):
     made = await created(app, body(valkey_server, sshd))
     assert await is_up(app, made["id"])
-    tunnels = app.services.live.tunnels
+    tunnels = app.services.live_connections.tunnels
     forward = tunnels.dialer(await stored(app, made["id"]))
     assert forward is not None
     answer = await app.client.delete(f"/api/connections/{made['id']}")

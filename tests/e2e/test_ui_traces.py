@@ -62,7 +62,7 @@ async def test_an_sdk_trace_renders_as_a_waterfall(
         connection = (await services.connections.list())[0]
 
         async def sampled() -> bool:
-            history = await services.metrics.history(
+            history = await services.info_history.history(
                 connection.id, since=None, until=None, max_points=10
             )
             return any(p.samples for p in history.points)

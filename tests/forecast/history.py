@@ -1,5 +1,5 @@
 """Synthetic memory history for forecasts: a real Valkey's INFO reply with the fields a
-test needs rewritten, recorded through the real history path (MetricsService.record).
+test needs rewritten, recorded through the real history path (InfoHistoryService.record).
 
 The history belongs to a push connection nothing dials, so the app's own polls of the
 real server never add samples to it.
@@ -64,7 +64,7 @@ async def record(
     times = [end - (samples - 1 - i) * every_ms for i in range(samples)]
     for i, at in enumerate(times):
         info = parse_info(rewrite(base, fields(i)))
-        app.services.metrics.observe(Observation(connection_id, at, info))
+        app.services.info_history.observe(Observation(connection_id, at, info))
     await app.services.db.inserts.flush()  # as the poller's batched write would, within 1 s
     return times
 

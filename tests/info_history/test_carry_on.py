@@ -5,7 +5,7 @@ from sqlalchemy import select
 
 from svc_monitor.config import StorageType
 from svc_monitor.engine.info import parse_info
-from svc_monitor.info_history.service import MetricsService
+from svc_monitor.info_history.service import InfoHistoryService
 from svc_monitor.info_history.store import MetricsStore, stats_samples
 from svc_monitor.pipe.observation import Observation
 from svc_monitor.storage.database import Database
@@ -24,7 +24,7 @@ async def test_the_next_sample_is_due_an_interval_after_the_other_replica_s_last
     await db.migrate()
     try:
         store = MetricsStore(db)
-        service = MetricsService(store, make_settings(HISTORY_SAMPLE_INTERVAL_MS=10_000))
+        service = InfoHistoryService(store, make_settings(HISTORY_SAMPLE_INTERVAL_MS=10_000))
         stored = {"connection_id": "c1", "captured_at": 50_000, "keyspace_hits": 100}
         await store.insert([], [{**stored, "keyspace_misses": 100}])
         await service.carry_on(["c1", "never-sampled"])

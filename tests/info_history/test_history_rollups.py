@@ -37,7 +37,7 @@ async def seeded(app_factory: AppFactory):
     async with app_factory() as app:
         # The service's own catch-up pass runs at start; seed after it, so what these
         # tests roll up is theirs to count (the next pass is a minute away).
-        metrics = app.services.metrics
+        metrics = app.services.info_history
 
         async def caught_up() -> bool:
             return metrics.rollup_passes >= 1

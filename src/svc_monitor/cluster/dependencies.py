@@ -9,7 +9,7 @@ from svc_monitor.cluster.service import ClusterService
 
 
 def get_clusters(features: FeaturesDep) -> ClusterService:
-    return features.clusters
+    return features.cluster
 
 
 ClustersDep = Annotated[ClusterService, Depends(get_clusters)]

@@ -52,7 +52,7 @@ from svc_monitor.forecast.schemas import (
 )
 from svc_monitor.forecast.store import ForecastStore
 from svc_monitor.info_history.models import MemoryBucket
-from svc_monitor.info_history.service import MetricsService
+from svc_monitor.info_history.service import InfoHistoryService
 
 logger = logging.getLogger(__name__)
 
@@ -97,7 +97,7 @@ class ForecastService:
     """Forecasts, their settings, the limit alerts and the latest projections (Prometheus)."""
 
     store: ForecastStore
-    metrics: MetricsService
+    metrics: InfoHistoryService
     connections: ConnectionService
     settings: Settings
     bus: EventBus

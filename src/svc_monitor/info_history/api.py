@@ -15,14 +15,14 @@ from svc_monitor.info_history.schemas import (
     MonitorLoad,
     ParsedInfoRead,
 )
-from svc_monitor.info_history.service import MetricsService
+from svc_monitor.info_history.service import InfoHistoryService
 
 
-def get_metrics(services: ServicesDep) -> MetricsService:
-    return services.metrics
+def get_info_history(services: ServicesDep) -> InfoHistoryService:
+    return services.info_history
 
 
-MetricsDep = Annotated[MetricsService, Depends(get_metrics)]
+InfoHistoryDep = Annotated[InfoHistoryService, Depends(get_info_history)]
 
 router = APIRouter(tags=["metrics"])
 
@@ -31,7 +31,7 @@ router = APIRouter(tags=["metrics"])
 async def get_info(
     connection: SelectedConnection,
     connections: ConnectionServiceDep,
-    metrics: MetricsDep,
+    metrics: InfoHistoryDep,
     services: ServicesDep,
     sections: Annotated[
         str | None, Query(max_length=200, description="comma-separated INFO sections")
@@ -59,7 +59,7 @@ async def get_info(
 @router.get("/metrics/history", response_model=HistorySeries, responses=error_responses(404, 422))
 async def get_history(
     connection: SelectedConnection,
-    metrics: MetricsDep,
+    metrics: InfoHistoryDep,
     since: From = None,
     until: To = None,
     max_points: Annotated[int, Query(alias="maxPoints", ge=1, le=5000)] = 300,
@@ -80,7 +80,7 @@ async def get_history(
     responses=error_responses(404, 422),
 )
 async def list_memory_snapshots(
-    connection: SelectedConnection, metrics: MetricsDep, page: HistoryPage
+    connection: SelectedConnection, metrics: InfoHistoryDep, page: HistoryPage
 ) -> list[MemorySnapshot]:
     """Memory snapshots of the selected connection, oldest first within the window."""
     return await metrics.memory_snapshots(
@@ -90,7 +90,7 @@ async def list_memory_snapshots(
 
 @router.get("/metrics/monitor-load", response_model=MonitorLoad, responses=error_responses(404))
 async def get_monitor_load(
-    connection: SelectedConnection, connections: ConnectionServiceDep, metrics: MetricsDep
+    connection: SelectedConnection, connections: ConnectionServiceDep, metrics: InfoHistoryDep
 ) -> MonitorLoad:
     """The commands this monitor has sent the selected server, with calls per minute and
     time spent: the load monitoring puts on the server it watches."""

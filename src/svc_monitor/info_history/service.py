@@ -28,7 +28,7 @@ logger = logging.getLogger(__name__)
 _HOUR_MS = 3_600_000
 
 
-class MetricsService:
+class InfoHistoryService:
     """Records sampled INFO history and answers history and live reads."""
 
     def __init__(self, store: MetricsStore, settings: Settings) -> None:

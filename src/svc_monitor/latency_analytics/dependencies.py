@@ -5,11 +5,11 @@ from typing import Annotated
 from fastapi import Depends
 
 from svc_monitor.api.dependencies import FeaturesDep
-from svc_monitor.latency_analytics.service import LatencyService
+from svc_monitor.latency_analytics.service import LatencyAnalyticsService
 
 
-def get_latency(features: FeaturesDep) -> LatencyService:
-    return features.latency
+def get_latency_analytics(features: FeaturesDep) -> LatencyAnalyticsService:
+    return features.latency_analytics
 
 
-LatencyDep = Annotated[LatencyService, Depends(get_latency)]
+LatencyAnalyticsDep = Annotated[LatencyAnalyticsService, Depends(get_latency_analytics)]

@@ -16,7 +16,7 @@ from svc_monitor.latency_analytics.schemas import (
 from svc_monitor.latency_analytics.store import LatencyStore, latency_histograms, latency_snapshots
 
 
-class LatencyService:
+class LatencyAnalyticsService:
     """Records latency polls and answers the latency history routes."""
 
     def __init__(self, store: LatencyStore) -> None:

@@ -12,7 +12,7 @@ from fastapi import APIRouter, Path, Query
 
 from svc_monitor.api.error_responses import error_responses
 from svc_monitor.connections.dependencies import LiveConnection
-from svc_monitor.live.dependencies import LiveMetricsDep
+from svc_monitor.live.dependencies import LiveDep
 from svc_monitor.live.schemas import (
     CommandHistogramRead,
     ConfigParameterRead,
@@ -33,9 +33,7 @@ _LIVE = error_responses(404, 501, 503)
 
 
 @router.get("/metrics/latency/latest", response_model=list[LatencyEventRead], responses=_LIVE)
-async def get_latency_latest(
-    connection: LiveConnection, live: LiveMetricsDep
-) -> list[LatencyEventRead]:
+async def get_latency_latest(connection: LiveConnection, live: LiveDep) -> list[LatencyEventRead]:
     """LATENCY LATEST: the latest and worst spike of every monitored event
     (needs `latency-monitor-threshold` above 0 on the server)."""
     return await live.latency_latest(connection)
@@ -48,7 +46,7 @@ async def get_latency_latest(
 )
 async def get_latency_history(
     connection: LiveConnection,
-    live: LiveMetricsDep,
+    live: LiveDep,
     event_name: Annotated[str, Path(alias="eventName", min_length=1, max_length=64)],
 ) -> list[LatencyHistoryPoint]:
     """LATENCY HISTORY of one event (up to 160 spikes, oldest first); empty when unknown."""
@@ -62,7 +60,7 @@ async def get_latency_history(
 )
 async def get_latency_histogram(
     connection: LiveConnection,
-    live: LiveMetricsDep,
+    live: LiveDep,
     commands: Annotated[
         str | None,
         Query(max_length=2000, description="comma-separated command names; absent means all"),
@@ -75,7 +73,7 @@ async def get_latency_histogram(
 
 
 @router.get("/metrics/latency/doctor", response_model=Report, responses=_LIVE)
-async def get_latency_doctor(connection: LiveConnection, live: LiveMetricsDep) -> Report:
+async def get_latency_doctor(connection: LiveConnection, live: LiveDep) -> Report:
     """LATENCY DOCTOR: the engine's own analysis of its latency spikes."""
     return Report(report=await live.latency_doctor(connection))
 
@@ -83,7 +81,7 @@ async def get_latency_doctor(connection: LiveConnection, live: LiveMetricsDep) -
 @router.delete("/metrics/latency", response_model=LatencyReset, responses=_LIVE)
 async def reset_latency(
     connection: LiveConnection,
-    live: LiveMetricsDep,
+    live: LiveDep,
     event_name: Annotated[
         str | None,
         Query(alias="eventName", min_length=1, max_length=64, description="absent: all events"),
@@ -95,20 +93,20 @@ async def reset_latency(
 
 
 @router.get("/metrics/memory/stats", response_model=MemoryStatsRead, responses=_LIVE)
-async def get_memory_stats(connection: LiveConnection, live: LiveMetricsDep) -> MemoryStatsRead:
+async def get_memory_stats(connection: LiveConnection, live: LiveDep) -> MemoryStatsRead:
     """MEMORY STATS as an object (`peak.allocated`, `dataset.bytes`, `db.0` ...)."""
     return await live.memory_stats(connection)
 
 
 @router.get("/metrics/memory/doctor", response_model=Report, responses=_LIVE)
-async def get_memory_doctor(connection: LiveConnection, live: LiveMetricsDep) -> Report:
+async def get_memory_doctor(connection: LiveConnection, live: LiveDep) -> Report:
     """MEMORY DOCTOR report; 501 where the engine lacks it (Redis before 4.0, or the
     command renamed or denied)."""
     return Report(report=await live.memory_doctor(connection))
 
 
 @router.get("/metrics/role", response_model=RoleRead, responses=_LIVE)
-async def get_role(connection: LiveConnection, live: LiveMetricsDep) -> RoleRead:
+async def get_role(connection: LiveConnection, live: LiveDep) -> RoleRead:
     """ROLE: master (offset, replicas), slave (master, link state, offset) or sentinel."""
     return await live.role(connection)
 
@@ -119,7 +117,7 @@ async def get_role(connection: LiveConnection, live: LiveMetricsDep) -> RoleRead
 @router.get("/metrics/config", response_model=ConfigValues, responses=_LIVE)
 async def get_config(
     connection: LiveConnection,
-    live: LiveMetricsDep,
+    live: LiveDep,
     pattern: Annotated[
         str, Query(min_length=1, max_length=200, description="CONFIG GET glob pattern")
     ] = "*",
@@ -136,7 +134,7 @@ async def get_config(
 )
 async def get_config_parameter(
     connection: LiveConnection,
-    live: LiveMetricsDep,
+    live: LiveDep,
     parameter: Annotated[str, Path(min_length=1, max_length=200)],
 ) -> ConfigParameterRead:
     """One configuration parameter; 404 when the server has no such parameter. Admin/owner
@@ -145,12 +143,12 @@ async def get_config_parameter(
 
 
 @router.get("/metrics/dbsize", response_model=DbSizeRead, responses=_LIVE)
-async def get_dbsize(connection: LiveConnection, live: LiveMetricsDep) -> DbSizeRead:
+async def get_dbsize(connection: LiveConnection, live: LiveDep) -> DbSizeRead:
     """DBSIZE: keys in the connection's database."""
     return DbSizeRead(size=await live.dbsize(connection))
 
 
 @router.get("/metrics/lastsave", response_model=LastSaveRead, responses=_LIVE)
-async def get_lastsave(connection: LiveConnection, live: LiveMetricsDep) -> LastSaveRead:
+async def get_lastsave(connection: LiveConnection, live: LiveDep) -> LastSaveRead:
     """LASTSAVE: time of the last successful RDB save, in epoch ms."""
     return LastSaveRead(timestamp=await live.lastsave_ms(connection))

@@ -5,11 +5,11 @@ from typing import Annotated
 from fastapi import Depends
 
 from svc_monitor.api.dependencies import FeaturesDep
-from svc_monitor.live.service import LiveMetricsService
+from svc_monitor.live.service import LiveService
 
 
-def get_live_metrics(features: FeaturesDep) -> LiveMetricsService:
+def get_live(features: FeaturesDep) -> LiveService:
     return features.live
 
 
-LiveMetricsDep = Annotated[LiveMetricsService, Depends(get_live_metrics)]
+LiveDep = Annotated[LiveService, Depends(get_live)]

@@ -90,7 +90,7 @@ async def detected_identity(
     return seen.identity
 
 
-class LiveMetricsService:
+class LiveService:
     """Answers the live `/metrics/...` reads from the engine of one connection."""
 
     def __init__(self, connections: ConnectionService) -> None:

@@ -8,7 +8,7 @@ from svc_monitor.engine.capabilities import EngineIdentity
 from svc_monitor.engine.errors import EngineError
 from svc_monitor.engine.latency import parse_latency_histogram, parse_latency_latest
 from svc_monitor.events import now_ms
-from svc_monitor.latency_analytics.service import LatencyService
+from svc_monitor.latency_analytics.service import LatencyAnalyticsService
 from svc_monitor.pipe.facts import LatencyFacts
 from svc_monitor.pipe.pipe import Pipe
 from svc_monitor.polling.models import PollKind, PollTarget
@@ -21,7 +21,7 @@ class LatencyPoller:
     """Reads the latency monitor into latency history and the pipe (for anomaly detection
     and Prometheus); skipped where the engine lacks it."""
 
-    def __init__(self, latency: LatencyService, *, pipe: Pipe) -> None:
+    def __init__(self, latency: LatencyAnalyticsService, *, pipe: Pipe) -> None:
         self._latency = latency
         self._pipe = pipe
 

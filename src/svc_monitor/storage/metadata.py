@@ -1,5 +1,5 @@
 """The one MetaData every store's tables hang on, so Alembic can compare the
-migrations with the code (tests/storage/test_migrations.py)."""
+migrations with the code (tests/storage/test_database.py, TestMigrations)."""
 
 from sqlalchemy import MetaData
 

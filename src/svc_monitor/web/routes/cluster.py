@@ -3,7 +3,7 @@
 Health (CLUSTER INFO), every node (CLUSTER NODES), the topology as primaries with their
 replicas, the nodes' polled stats side by side (`/api/metrics/cluster/node-stats`), and
 on Valkey 8.0+ a heatmap of CLUSTER SLOT-STATS over all 16384 slots. The reads are the
-LiveMetricsService and ClusterService calls behind the API's cluster routes. A server
+LiveService and ClusterService calls behind the API's cluster routes. A server
 with cluster mode off gets one plain sentence saying so: that is a setup, not an error.
 """
 
@@ -195,7 +195,7 @@ async def read_cluster(ui: Ui, connection: Connection) -> ClusterView:
         # Until the engine answers, asking it here would hold the page for a connect
         # timeout whenever it is down; the connection banner says which it is.
         return ClusterView(identity is not None, identity is None, Section(), Section(), Section())
-    clusters = ui.features.clusters
+    clusters = ui.features.cluster
     info = await load(clusters.cluster_info(connection))
     nodes = await load(clusters.cluster_nodes(connection))
     shape: Section[Topology] = Section(problem=nodes.problem, message=nodes.message)
@@ -216,7 +216,7 @@ def _addressed(node: ClusterNodeRead, connection: Connection) -> ClusterNodeRead
 
 def _comparison(ui: Ui, connection: Connection, order: list[str]) -> Section[Comparison]:
     try:
-        rows = ui.features.clusters.node_stats(connection)
+        rows = ui.features.cluster.node_stats(connection)
     except ClusterNotDiscovered:
         return Section()  # the first cluster poll has not run: nothing polled to compare
     # In the nodes table's order (each primary, then its replicas), to read across both.
@@ -243,7 +243,7 @@ async def read_heatmap(ui: Ui, connection: Connection, metric: Metric) -> Sectio
         return Section(problem=requirement.problem, message=requirement.message)
     # Every slot, whatever the order: each primary answers for the slots it owns.
     stats = await load(
-        ui.features.clusters.slot_stats(connection, order_by="key-count", limit=SLOT_COUNT)
+        ui.features.cluster.slot_stats(connection, order_by="key-count", limit=SLOT_COUNT)
     )
     if stats.value is None:
         return Section(problem=stats.problem, message=stats.message)

@@ -147,7 +147,9 @@ async def _histogram(ui: Ui, connection: Connection, since: int) -> Section[Comm
         return Section(problem=live.problem, message=live.message)
     # The oldest stored histogram of the last hour: the difference is that hour's calls.
     stored = await load(
-        ui.features.latency.histograms(connection.id, since=since, until=None, limit=1, offset=0)
+        ui.features.latency_analytics.histograms(
+            connection.id, since=since, until=None, limit=1, offset=0
+        )
     )
     before: LatencyHistogramRead | None = stored.value[0] if stored.value else None
     # A command missing from the earlier histogram had not been called then.
@@ -172,7 +174,7 @@ async def _histogram(ui: Ui, connection: Connection, since: int) -> Section[Comm
 
 
 async def _spikes(connection: Connection, ui: Ui, since: int) -> list[LatencySnapshotRead]:
-    rows = await ui.features.latency.snapshots(
+    rows = await ui.features.latency_analytics.snapshots(
         connection.id, since=since, until=None, limit=_STORED_LIMIT, offset=0
     )
     return rows[::-1][:SHOWN_SPIKES]  # stored oldest first; the page reads newest first

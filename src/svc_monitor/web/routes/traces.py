@@ -7,7 +7,7 @@ spans in tree order, one row each, a bar offset by its start and as wide as its
 duration on a 0-1000 scale of the whole trace (inline SVG: the page's CSP allows no
 inline styles, and SVG geometry is attributes). A click on a span loads its
 attributes and events beside the waterfall. The instance panel reads the chosen
-connection's INFO history (MetricsService.history) around the trace's start.
+connection's INFO history (InfoHistoryService.history) around the trace's start.
 
 The page needs no connection: traces belong to applications; without one, the
 instance panel says so.
@@ -185,7 +185,7 @@ def duration_label(ms: float) -> str:
 async def instance_moment(ui: Ui, connection: Connection, trace: TraceRead) -> InstanceMoment:
     reach = ui.services.settings.HISTORY_SAMPLE_INTERVAL_MS * HISTORY_REACH
     start = trace.startTimeMs
-    series = await ui.services.metrics.history(
+    series = await ui.services.info_history.history(
         connection.id,
         since=start - reach,
         until=start + int(trace.durationMs) + reach,

@@ -11,8 +11,8 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
 
 from tests.fixtures.app import RunningApp, make_settings, running_app
 from tests.fixtures.otlp_receiver import OtlpReceiver
+from tests.otlp.export.test_metrics import attributes, metrics_of, points, resource_of, until_pushed
 from tests.otlp.push_payloads import PROTOBUF, at, body, gauge, point, resource
-from tests.otlp.test_metrics_export import attributes, metrics_of, points, resource_of, until_pushed
 
 PUSHED = ("127.0.0.1", 6391)  # what the Collector reports; never dialled
 ADDRESS = f"{PUSHED[0]}:{PUSHED[1]}"
