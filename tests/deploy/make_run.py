@@ -7,7 +7,6 @@ taken on a shared machine) and outbound URLs that point where nothing listens.
 """
 
 import contextlib
-import os
 import re
 import shlex
 import signal
@@ -23,8 +22,7 @@ import httpx
 import psutil
 import pytest
 
-from svc_monitor.config import Settings
-from tests.fixtures.app import LOOPBACK_NOWHERE, free_port
+from tests.fixtures.app import process_env
 from tests.fixtures.servers import HOST
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,14 +35,7 @@ EMBEDDED = re.compile(r"embedded Valkey on 127\.0\.0\.1:(\d+) \(pid (\d+)\)")
 
 
 def user_env(**overrides: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in Settings.model_fields}
-    env.update(
-        PORT=str(free_port()),
-        ENTITLEMENT_URL=LOOPBACK_NOWHERE,
-        RELEASES_URL=LOOPBACK_NOWHERE,
-    )
-    env.update(overrides)
-    return env
+    return process_env(**overrides)
 
 
 def recipe(env: Mapping[str, str]) -> str:

@@ -27,8 +27,7 @@ import websockets
 from playwright.async_api import expect
 from websockets.typing import Origin
 
-from svc_monitor.config import Settings
-from tests.fixtures.app import LOOPBACK_NOWHERE, free_port, fresh_data_dir
+from tests.fixtures.app import fresh_data_dir, process_env
 from tests.fixtures.browser import PageFactory
 from tests.fixtures.servers import HOST, RunningServer
 
@@ -45,18 +44,13 @@ _EMBEDDED_PID = re.compile(r"embedded Valkey on 127\.0\.0\.1:\d+ \(pid (\d+)\)")
 
 def service_env(**overrides: str) -> dict[str, str]:
     """This process's environment without any svc-monitor variable, plus loopback-only ones."""
-    env = {k: v for k, v in os.environ.items() if k not in Settings.model_fields}
-    env.update(
-        PORT=str(free_port()),
-        BIND_HOST=HOST,
-        STORAGE_TYPE="memory",
-        SVC_DATA_DIR=fresh_data_dir(),
-        ENTITLEMENT_URL=LOOPBACK_NOWHERE,
-        RELEASES_URL=LOOPBACK_NOWHERE,
-        LOG_LEVEL="info",
-    )
-    env.update(overrides)
-    return env
+    defaults = {
+        "BIND_HOST": HOST,
+        "STORAGE_TYPE": "memory",
+        "SVC_DATA_DIR": fresh_data_dir(),
+        "LOG_LEVEL": "info",
+    }
+    return process_env(**{**defaults, **overrides})
 
 
 @dataclass
