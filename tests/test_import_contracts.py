@@ -82,6 +82,18 @@ VIOLATIONS = [
         "svc_monitor.forecast.service -> svc_monitor.info_history.store",
     ),
     Violation(
+        "console/cli/service.py",
+        "from svc_monitor.console.monitor.store import MonitorStore",
+        "Another domain is reached only through its service, models and schemas",
+        "svc_monitor.console.cli.service -> svc_monitor.console.monitor.store",
+    ),
+    Violation(
+        "mcp/server.py",
+        "from svc_monitor.slowlog.service import SlowlogService",
+        "The MCP server reaches the service only through its REST API",
+        "svc_monitor.mcp.server -> svc_monitor.slowlog.service",
+    ),
+    Violation(
         "connections/models.py",
         "import svc_monitor.connections.service",
         "No package-level import cycles",
