@@ -13,6 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from scripts.import_contracts_gen import pyproject_text
+
+from svc_monitor import domains
 
 ROOT = Path(__file__).resolve().parents[1]
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
@@ -82,6 +85,18 @@ VIOLATIONS = [
         "svc_monitor.forecast.service -> svc_monitor.info_history.store",
     ),
     Violation(
+        "console/cli/service.py",
+        "from svc_monitor.console.monitor.store import MonitorStore",
+        "Another domain is reached only through its service, models and schemas",
+        "svc_monitor.console.cli.service -> svc_monitor.console.monitor.store",
+    ),
+    Violation(
+        "mcp/server.py",
+        "from svc_monitor.slowlog.service import SlowlogService",
+        "The MCP server reaches the service only through its REST API",
+        "svc_monitor.mcp.server -> svc_monitor.slowlog.service",
+    ),
+    Violation(
         "connections/models.py",
         "import svc_monitor.connections.service",
         "No package-level import cycles",
@@ -133,3 +148,27 @@ def test_a_forbidden_import_breaks_its_contract(checkout: Path, violation: Viola
     broken = report[report.index("Broken contracts") :]
     assert violation.contract.split(":")[0] in broken
     assert violation.shown in " ".join(broken.split()), broken
+
+
+def test_a_new_domain_is_kept_once_named_in_domains_py(
+    checkout: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The Layers contract is exhaustive: a package it does not list fails it, until its
+    name is in domains.py and the contracts are written again."""
+    package = checkout / "src" / "svc_monitor" / "zebra"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    pyproject = checkout / "pyproject.toml"
+    original = pyproject.read_text()
+    try:
+        unnamed = lint_imports(checkout)
+        monkeypatch.setattr(domains, "FEATURE", (*domains.FEATURE, "zebra"))
+        pyproject.write_text(pyproject_text(original))
+        named = lint_imports(checkout)
+    finally:
+        shutil.rmtree(package)
+        pyproject.write_text(original)
+    assert unnamed.returncode != 0, unnamed.stdout
+    assert "not listed as layers" in unnamed.stdout
+    assert "svc_monitor.zebra" in unnamed.stdout
+    assert named.returncode == 0, named.stdout + named.stderr
