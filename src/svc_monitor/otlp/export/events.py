@@ -25,12 +25,12 @@ from collections.abc import Callable
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 
 from svc_monitor.connections.service import ConnectionService
+from svc_monitor.detection.alerts.schemas import Thresholds
+from svc_monitor.detection.alerts.service import AlertStates
 from svc_monitor.errors import NotFound
 from svc_monitor.event_types.base import Candidate, Data, Measured
 from svc_monitor.event_types.table import candidates
 from svc_monitor.events import ConnectionsChanged, Event, EventBus, InstanceEvent
-from svc_monitor.notifications.schemas import Thresholds
-from svc_monitor.notifications.service import AlertStates
 from svc_monitor.otlp.export.event_records import Instance, export_request, log_record
 from svc_monitor.otlp.export.stats import ExportStats
 from svc_monitor.otlp.export.transport import OtlpTransport, PostResult

@@ -7,12 +7,12 @@ The monitor's own reads (INFO, SLOWLOG GET ...) count too: they are calls the se
 served, and on an idle instance they are most of them. No reading for the first read
 of a connection (nothing to compare), when no call happened in between, or when the
 totals went down (restart, CONFIG RESETSTAT): that read is the new starting point.
-The automatic baseline of the readings is detectors/baseline.py.
+The automatic baseline of the readings is detection/baseline.py.
 """
 
 from dataclasses import dataclass
 
-from svc_monitor.detectors.baseline import RollingBaseline
+from svc_monitor.detection.baseline import RollingBaseline
 from svc_monitor.engine.info import ParsedInfo
 from svc_monitor.event_types.readings import LatencyReading
 from svc_monitor.events import EventBus

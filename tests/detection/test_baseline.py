@@ -5,7 +5,7 @@ import statistics
 
 import pytest
 
-from svc_monitor.detectors.baseline import RollingBaseline
+from svc_monitor.detection.baseline import RollingBaseline
 
 
 class TestRollingBaseline:

@@ -1,8 +1,8 @@
-"""Alert states (notifications/service.py): a threshold event fires once per crossing and
+"""Alert states (detection/alerts/service.py): a threshold event fires once per crossing and
 re-arms below threshold x hysteresisFactor, each consumer with its own state, in an LRU
 with a TTL; every change is told, and a restored alert stays quiet."""
 
-from svc_monitor.notifications.service import AlertStates
+from svc_monitor.detection.alerts.service import AlertStates
 
 
 class Clock:

@@ -27,7 +27,7 @@ client lockout, data loss, a stuck persistence child, memory overhead.
 import math
 from collections import deque
 
-from svc_monitor.anomaly.models import (
+from svc_monitor.detection.anomaly.models import (
     READY_AT,
     WINDOW,
     BufferState,
@@ -36,7 +36,7 @@ from svc_monitor.anomaly.models import (
     MetricSpec,
     Severity,
 )
-from svc_monitor.anomaly.rules import RULES, RuleDetectors, total_keys
+from svc_monitor.detection.anomaly.rules import RULES, RuleDetectors, total_keys
 from svc_monitor.engine.info import FieldValue, ParsedInfo, parse_subfields
 
 __all__ = [

@@ -22,7 +22,7 @@ from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from svc_monitor.notifications.store import AlertStateStore
+    from svc_monitor.detection.alerts.store import AlertStateStore
 
 CAPACITY = 1000
 TTL_MS = 24 * 3600 * 1000
