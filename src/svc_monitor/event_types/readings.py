@@ -2,9 +2,10 @@
 log and latency.
 
 Detectors publish a reading on every observation (detection/readings.py,
-detection/command_latency.py); a reading is a fact, not an alert. Each consumer judges
-it against its own thresholds with hysteresis, so two webhooks with different thresholds
-see the same reading and decide for themselves.
+detection/command_latency.py); a reading is a fact, not an alert. Each consumer has it
+judged against its own thresholds with hysteresis (detection/alerts/service.py,
+`AlertStates.fires`), so two webhooks with different thresholds see the same reading and
+each gets its own verdict.
 """
 
 from dataclasses import dataclass
