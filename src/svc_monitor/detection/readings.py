@@ -21,7 +21,7 @@ Cluster nodes (observation.node set) are left out: these readings are per connec
 import time
 from collections.abc import Callable
 
-from svc_monitor.detection.baseline import RollingBaseline
+from svc_monitor.detection.baseline import SpikeBaseline
 from svc_monitor.engine.info import FieldValue, ParsedInfo, parse_subfields
 from svc_monitor.event_types.readings import (
     ClientsReading,
@@ -47,7 +47,7 @@ class ReadingsDetector:
     def __init__(self, bus: EventBus, *, clock: Callable[[], float] = time.monotonic) -> None:
         self._bus = bus
         self._clock = clock
-        self._clients: dict[str, RollingBaseline] = {}
+        self._clients: dict[str, SpikeBaseline] = {}
         self._link_down_since: dict[str, float] = {}
 
     def observe(self, observation: Observation) -> None:
@@ -80,7 +80,7 @@ class ReadingsDetector:
         connection_id = observation.connection_id
         history = self._clients.get(connection_id)
         if history is None:
-            history = self._clients[connection_id] = RollingBaseline(
+            history = self._clients[connection_id] = SpikeBaseline(
                 minimum_rise=CLIENTS_MINIMUM_RISE
             )
         baseline = history.judge(connected)
