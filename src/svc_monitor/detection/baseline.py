@@ -64,13 +64,17 @@ class SpikeBaseline(RollingWindow):
         """The baseline of the samples so far; None until there are `min_samples`."""
         if not self.ready:
             return None
-        return self._baseline(*self.moments(), len(self.values))
+        mean, variance = self.moments()
+        return self._baseline(mean, variance, len(self.values))
 
     def judge(self, value: float) -> Baseline | None:
         """The baseline `value` is compared with (the samples before it), then add it."""
         samples = len(self.values)
         before = self.take(value)
-        return None if before is None else self._baseline(*before, samples)
+        if before is None:
+            return None
+        mean, variance = before
+        return self._baseline(mean, variance, samples)
 
     def _baseline(self, mean: float, variance: float, samples: int) -> Baseline:
         stddev = math.sqrt(variance)
