@@ -49,10 +49,10 @@ VIOLATIONS = [
         "svc_monitor.cluster.service -> svc_monitor.pipe.pipe",
     ),
     Violation(
-        "detectors/config_watch.py",
+        "detection/config_watch.py",
         "from svc_monitor.pipe.live_state import LiveState",
         "Live state is written only by the pipe: everything else reads it as a LiveView",
-        "svc_monitor.detectors.config_watch -> svc_monitor.pipe.live_state",
+        "svc_monitor.detection.config_watch -> svc_monitor.pipe.live_state",
     ),
     Violation(
         "replicas/models.py",

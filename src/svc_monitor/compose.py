@@ -16,6 +16,8 @@ from svc_monitor.config import Settings, StorageType
 from svc_monitor.connections.live_connections import LiveConnections
 from svc_monitor.connections.service import ConnectionService
 from svc_monitor.connections.store import ConnectionStore
+from svc_monitor.detection.alerts.service import AlertStates, SharedAlerts
+from svc_monitor.detection.alerts.store import AlertStateStore
 from svc_monitor.events import EventBus
 from svc_monitor.info_history.service import InfoHistoryService
 from svc_monitor.info_history.store import MetricsStore
@@ -23,8 +25,6 @@ from svc_monitor.kit.secret_box import SecretBox
 from svc_monitor.licensing.service import LicenseService
 from svc_monitor.licensing.store import SharedLicenseStore
 from svc_monitor.licensing.telemetry import UsageTelemetry
-from svc_monitor.notifications.service import AlertStates, SharedAlerts
-from svc_monitor.notifications.store import AlertStateStore
 from svc_monitor.otlp.export.exporter_options import SIGNALS, SignalOptions, signal_options
 from svc_monitor.otlp.export.stats import ExportStats
 from svc_monitor.otlp.export.transport import OtlpTransport

@@ -30,7 +30,7 @@ from svc_monitor.console.monitor import store as monitor_store
 from svc_monitor.console.monitor.api import router as monitor_router
 from svc_monitor.console.monitor.service import MonitorService
 from svc_monitor.cve.api import router as cve_router
-from svc_monitor.detectors.config_watch import ConfigWatch
+from svc_monitor.detection.config_watch import ConfigWatch
 from svc_monitor.forecast import store as forecast_store
 from svc_monitor.forecast.api import router as forecast_router
 from svc_monitor.forecast.service import ForecastService

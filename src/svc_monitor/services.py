@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from svc_monitor.console.cli.service import CliService
     from svc_monitor.console.monitor.service import MonitorService
     from svc_monitor.cve.service import CveService
+    from svc_monitor.detection.alerts.service import SharedAlerts
     from svc_monitor.events import EventBus
     from svc_monitor.forecast.service import ForecastService
     from svc_monitor.info_history.service import InfoHistoryService
@@ -39,7 +40,6 @@ if TYPE_CHECKING:
     from svc_monitor.licensing.service import LicenseService
     from svc_monitor.licensing.telemetry import UsageTelemetry
     from svc_monitor.live.service import LiveService, ObservedElsewhere
-    from svc_monitor.notifications.service import SharedAlerts
     from svc_monitor.otlp.export.events import EventExporter
     from svc_monitor.otlp.export.metrics import MetricsExporter
     from svc_monitor.otlp.export.stats import ExportStats

@@ -18,11 +18,11 @@ from svc_monitor.commandstats.store import CommandstatsStore
 from svc_monitor.cve.service import CveService
 from svc_monitor.cve.store import CveStore
 from svc_monitor.cve.updates import DatasetSource
-from svc_monitor.detectors.cluster_state import ClusterStateDetector
-from svc_monitor.detectors.command_latency import LatencyDetector
-from svc_monitor.detectors.readings import ReadingsDetector
+from svc_monitor.detection.alerts.service import AlertStates
+from svc_monitor.detection.cluster_state import ClusterStateDetector
+from svc_monitor.detection.command_latency import LatencyDetector
+from svc_monitor.detection.readings import ReadingsDetector
 from svc_monitor.licensing.models import Feature
-from svc_monitor.notifications.service import AlertStates
 from svc_monitor.otlp.ingest.counts import IngestCounts
 from svc_monitor.otlp.ingest.receiver import MetricsReceiver
 from svc_monitor.pipe.health import InstanceHealth

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from svc_monitor.anomaly.detectors import METRICS, READY_AT
-from svc_monitor.anomaly.feeds import FEED_METRICS
+from svc_monitor.detection.anomaly.detectors import METRICS, READY_AT
+from svc_monitor.detection.anomaly.feeds import FEED_METRICS
 from svc_monitor.engine.info import parse_info
 from svc_monitor.pipe.observation import Observation
 from tests.anomaly.info import START_MS, info_text, rewrite, steady_load

@@ -72,5 +72,5 @@ def test_the_scan_finds_the_detectors():
     # A guard on the scan itself: a few publishers it must see.
     where = {kind.__name__: modules for kind, modules in published().items()}
     assert "svc_monitor.pipe.health" in where["InstanceDown"]
-    assert "svc_monitor.detectors.readings" in where["MemoryReading"]
+    assert "svc_monitor.detection.readings" in where["MemoryReading"]
     assert "svc_monitor.cve.service" in where["CveDetected"]

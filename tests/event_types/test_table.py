@@ -5,12 +5,12 @@ from typing import Any
 
 import pytest
 
+from svc_monitor.detection.alerts.schemas import Thresholds
 from svc_monitor.event_types.access import AclDenied
 from svc_monitor.event_types.base import EventType, Measured, Occurrence
 from svc_monitor.event_types.instance import InstanceUp
 from svc_monitor.event_types.readings import ClientsReading, MemoryReading
 from svc_monitor.event_types.table import AREAS, BY_NAME, EVENT_TYPES, candidates
-from svc_monitor.notifications.schemas import Thresholds
 
 ENTRIES = pytest.mark.parametrize("entry", EVENT_TYPES, ids=[e.name for e in EVENT_TYPES])
 

@@ -8,7 +8,7 @@ import pytest
 
 from svc_monitor.event_types.access import ConfigChanged
 from svc_monitor.pipe.facts import CommandstatsFacts
-from tests.detectors.helpers import BusWatcher, person, run
+from tests.detection.helpers import BusWatcher, person, run
 from tests.fixtures.app import AppFactory, RunningApp, target_of
 from tests.fixtures.servers import EngineKind, RunningServer, ServerFactory
 from tests.fixtures.waiting import eventually

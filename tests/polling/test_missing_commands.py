@@ -113,7 +113,7 @@ class TestPollsWithoutACommand:
         assert "SLOWLOG LEN" not in costs
         assert failures == dict.fromkeys(KINDS, 0)
         assert loud(after_detection(caplog.records)) == []
-        polls = ("svc_monitor.polling", "svc_monitor.detectors")
+        polls = ("svc_monitor.polling", "svc_monitor.detection")
         refusals = [
             r.getMessage()
             for r in caplog.records

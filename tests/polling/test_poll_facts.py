@@ -18,7 +18,7 @@ from svc_monitor.pipe.facts import (
     Facts,
     SlowlogFacts,
 )
-from tests.detectors.helpers import person, run
+from tests.detection.helpers import person, run
 from tests.fixtures.app import AppFactory, RunningApp, free_port, target_of
 from tests.fixtures.servers import HOST, EngineKind, RunningServer, ServerFactory
 from tests.fixtures.waiting import eventually

@@ -12,9 +12,9 @@ import pytest
 
 from svc_monitor.anomaly import baselines
 from svc_monitor.anomaly.baseline_store import BaselineStore
-from svc_monitor.anomaly.detectors import READY_AT, ConnectionDetectors
 from svc_monitor.anomaly.service import AnomalyService
 from svc_monitor.anomaly.store import AnomalyStore
+from svc_monitor.detection.anomaly.detectors import READY_AT, ConnectionDetectors
 from svc_monitor.engine.info import ParsedInfo, parse_info
 from svc_monitor.events import EventBus
 from svc_monitor.pipe.observation import Observation

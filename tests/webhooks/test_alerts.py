@@ -1,6 +1,6 @@
 """Threshold events delivered: each fires once per crossing and re-arms below threshold x
 hysteresisFactor, each webhook with its own thresholds and state (the alert states
-themselves: tests/notifications/test_alert_states.py)."""
+themselves: tests/detection/alerts/test_alert_states.py)."""
 
 from collections.abc import AsyncIterator
 from typing import Any

@@ -1,6 +1,6 @@
 """cluster.bus.corruption as a webhook: a pro event with its payload.
 
-No stock engine reports a corruption counter (detectors/cluster_bus.py), so the event
+No stock engine reports a corruption counter (detection/cluster_bus.py), so the event
 is published on the bus as the detector publishes it (its tests read real replies)."""
 
 from typing import Any

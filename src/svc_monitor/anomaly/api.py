@@ -5,7 +5,6 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Path, Query, status
 
 from svc_monitor.anomaly.dependencies import AnomalyDep
-from svc_monitor.anomaly.detectors import READY_AT, WINDOW
 from svc_monitor.anomaly.schemas import (
     AnomalyEventRead,
     BufferRead,
@@ -16,6 +15,7 @@ from svc_monitor.api.dependencies import ServicesDep
 from svc_monitor.api.error_responses import error_responses
 from svc_monitor.api.params import MAX_COUNT, MAX_EPOCH_MS
 from svc_monitor.connections.dependencies import SelectedConnection
+from svc_monitor.detection.anomaly.detectors import READY_AT, WINDOW
 from svc_monitor.licensing.dependencies import RequireFeature
 from svc_monitor.licensing.models import Feature
 

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from svc_monitor.anomaly.detectors import METRICS, WINDOW, ConnectionDetectors
+from svc_monitor.detection.anomaly.detectors import METRICS, WINDOW, ConnectionDetectors
 
 VERSION = 1
 SAVE_EVERY_S = 30.0

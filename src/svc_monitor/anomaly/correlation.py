@@ -9,7 +9,8 @@ pressure even when ops rose too; ops with clients or network is a traffic burst)
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from svc_monitor.anomaly.models import Detection, Pattern
+from svc_monitor.anomaly.models import Pattern
+from svc_monitor.detection.anomaly.models import Detection
 
 CORRELATION_WINDOW_MS = 5_000
 

@@ -4,7 +4,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from svc_monitor.anomaly.models import BufferState
+from svc_monitor.detection.anomaly.models import BufferState
 from svc_monitor.kit.records import from_attributes
 
 

@@ -2,8 +2,8 @@
 detections correlated into groups, stored, and one `anomaly.detected` per group.
 
 `observe` is a consumer of the pipe (pipe/pipe.py): synchronous and cheap, it runs the
-connection's detectors (detectors.py) and puts what they find into the connection's open
-correlation window. A window closes once an observation of the same connection is
+connection's detectors (detection/anomaly/detectors.py) and puts what they find into the
+connection's open correlation window. A window closes once an observation of the same connection is
 CORRELATION_WINDOW_MS (5 s) past its latest detection (the peer counts from the first:
 memory_rss trails used_memory by a few polls on a burst and became a second group of
 one), or MAX_WINDOW_MS (30 s) past its first, or, when the connection went quiet, twice
@@ -32,11 +32,12 @@ from typing import Any
 from svc_monitor.anomaly import baselines
 from svc_monitor.anomaly.baseline_store import BaselineStore
 from svc_monitor.anomaly.correlation import CORRELATION_WINDOW_MS, match
-from svc_monitor.anomaly.detectors import METRICS, ConnectionDetectors
-from svc_monitor.anomaly.feeds import FEED_METRICS, FeedDetectors
-from svc_monitor.anomaly.models import SEVERITY_RANK, BufferState, Detection, Window
+from svc_monitor.anomaly.models import Window
 from svc_monitor.anomaly.store import AnomalyStore
 from svc_monitor.config import Settings
+from svc_monitor.detection.anomaly.detectors import METRICS, ConnectionDetectors
+from svc_monitor.detection.anomaly.feeds import FEED_METRICS, FeedDetectors
+from svc_monitor.detection.anomaly.models import SEVERITY_RANK, BufferState, Detection
 from svc_monitor.errors import NotFound
 from svc_monitor.event_types.detection import AnomalyDetected
 from svc_monitor.events import ConnectionsChanged, EventBus
@@ -160,7 +161,7 @@ class AnomalyService:
 
     def observe_facts(self, connection_id: str, facts: Facts) -> None:
         """Judge another poll's facts (as a pipe consumer): the slow log, latency,
-        commandstats and CLUSTER INFO (feeds.py)."""
+        commandstats and CLUSTER INFO (detection/anomaly/feeds.py)."""
         if not self._enabled or not isinstance(facts, FEEDS) or not self._allowed():
             return
         feeds = self._feeds.get(connection_id)

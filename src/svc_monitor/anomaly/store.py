@@ -23,7 +23,8 @@ from sqlalchemy import (
     update,
 )
 
-from svc_monitor.anomaly.models import Detection, Pattern
+from svc_monitor.anomaly.models import Pattern
+from svc_monitor.detection.anomaly.models import Detection
 from svc_monitor.storage.database import Database
 from svc_monitor.storage.history import history_table, in_window
 

@@ -1,5 +1,5 @@
 """Who may do what on an instance: ACL denials from ACL LOG (audit/denials.py), and ACL
-and configuration changes (detectors/config_watch.py)."""
+and configuration changes (detection/config_watch.py)."""
 
 from dataclasses import dataclass
 from typing import Any

@@ -16,8 +16,9 @@ A bus event becomes a notification in one of two ways:
   builder returns the `data` payload;
 - a threshold event comes from a reading (memory, clients, replication, slow log,
   latency): its builder returns a `Measurement`, the value and the payload for a given
-  level, and each consumer judges the value against its own `Thresholds` field named
-  by the entry (notifications/schemas.py), with hysteresis (notifications/service.py).
+  level, and detection judges the value for each consumer against that consumer's
+  `Thresholds` field named by the entry (detection/alerts/schemas.py), with hysteresis
+  (detection/alerts/service.py).
 
 Strings that come from a server (user names, keys, config values) are clipped so one
 event can never make a huge body.

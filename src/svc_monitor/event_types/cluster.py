@@ -1,5 +1,5 @@
-"""The cluster as CLUSTER INFO shows it: cluster.failover (detectors/cluster_state.py)
-and cluster.bus.corruption (detectors/cluster_bus.py)."""
+"""The cluster as CLUSTER INFO shows it: cluster.failover (detection/cluster_state.py)
+and cluster.bus.corruption (detection/cluster_bus.py)."""
 
 from dataclasses import dataclass
 from typing import Any

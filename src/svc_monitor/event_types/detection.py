@@ -51,7 +51,7 @@ class FailoverCompleted(InstanceEvent):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DataLossDetected(InstanceEvent):
     """The dataset vanished: a primary restarted empty, or a replica was wiped by a full
-    sync from a new primary (anomaly/rules.py, rules A and B)."""
+    sync from a new primary (detection/anomaly/rules.py, rules A and B)."""
 
     kind: str  # primary_restarted_empty | replica_wiped
     previous_keys: int
@@ -155,7 +155,7 @@ def _failover_started(e: FailoverStarted) -> Data:
     }
 
 
-# Anomaly detection's rule detectors (anomaly/rules.py): a role change, and a primary
+# Anomaly detection's rule detectors (detection/anomaly/rules.py): a role change, and a primary
 # restarted empty or a replica wiped. A primary stepping down, and lost data, are errors;
 # a promotion is the failover's end.
 FAILOVER_STARTED = event_type(

@@ -1,10 +1,11 @@
 """The threshold events and the readings they judge: memory, clients, replication, slow
 log and latency.
 
-Detectors publish a reading on every observation (detectors/readings.py,
-detectors/command_latency.py); a reading is a fact, not an alert. Each consumer judges
-it against its own thresholds with hysteresis, so two webhooks with different thresholds
-see the same reading and decide for themselves.
+Detectors publish a reading on every observation (detection/readings.py,
+detection/command_latency.py); a reading is a fact, not an alert. Each consumer has it
+judged against its own thresholds with hysteresis (detection/alerts/service.py,
+`AlertStates.fires`), so two webhooks with different thresholds see the same reading and
+each gets its own verdict.
 """
 
 from dataclasses import dataclass
@@ -34,7 +35,7 @@ class MemoryReading(InstanceEvent):
 class ClientsReading(InstanceEvent):
     """INFO clients: connected_clients against maxclients, with the automatic spike level.
 
-    `spike_level` is the baseline detector's threshold (detectors/baseline.py) once it has
+    `spike_level` is the baseline detector's threshold (detection/baseline.py) once it has
     enough samples, else None; a webhook with connectionSpikeCount 0 uses it.
     """
 

@@ -3,7 +3,7 @@
 Each pass keeps the topology fresh (cluster/service.py reads CLUSTER NODES when due), reads
 INFO from every other node, reached directly, and puts it into the pipe as an Observation
 tagged with the node's host:port. The seed's CLUSTER INFO is read every pass and goes into
-the pipe as ClusterFacts (for the cluster state detector, detectors/cluster_state.py,
+the pipe as ClusterFacts (for the cluster state detector, detection/cluster_state.py,
 anomaly detection and Prometheus); on Valkey 8.0+ so are the slots holding most keys
 (CLUSTER SLOT-STATS of every primary, merged), at most every TOP_SLOTS_REFRESH_S.
 """

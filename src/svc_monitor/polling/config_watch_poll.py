@@ -1,11 +1,11 @@
 """The config_watch poll kind: who changed a server's users or configuration
-(detectors/config_watch.py), every CONFIG_WATCH_INTERVAL_MS. Where the engine allows it,
+(detection/config_watch.py), every CONFIG_WATCH_INTERVAL_MS. Where the engine allows it,
 the INFO commandstats each check starts from is read along with INFO
 (polling/info_rides.py), and the check runs in that INFO pass. The replica buffer limit a
 check returns goes into the pipe as a fact, for live state (and the scrape) to keep."""
 
 from svc_monitor.config import Settings
-from svc_monitor.detectors.config_watch import ConfigWatch
+from svc_monitor.detection.config_watch import ConfigWatch
 from svc_monitor.engine.info import ParsedInfo
 from svc_monitor.pipe.facts import ReplicaBufferLimitFacts
 from svc_monitor.pipe.pipe import Pipe

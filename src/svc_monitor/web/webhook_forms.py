@@ -15,10 +15,10 @@ from urllib.parse import parse_qs
 from annotated_types import Ge, Le
 from pydantic import BaseModel, ValidationError
 
+from svc_monitor.detection.alerts.schemas import Thresholds
 from svc_monitor.errors import Unprocessable
 from svc_monitor.event_types.table import EVENT_TYPES
 from svc_monitor.licensing.models import Tier
-from svc_monitor.notifications.schemas import Thresholds
 from svc_monitor.web.forms import MAX_FORM_BYTES
 from svc_monitor.webhooks.schemas import (
     AlertConfig,

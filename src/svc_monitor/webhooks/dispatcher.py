@@ -3,8 +3,9 @@
 For each event: the candidate notifications (event_types/table.py), then for
 every enabled webhook whose scope covers the event's connection and which subscribes to
 the type: the tier check (a licence that lapsed stops paid events, even on webhooks
-saved before), the threshold and hysteresis check for measured ones
-(notifications/service.py, per webhook), and one delivery with its envelope. One
+saved before), for measured ones whether detection judges that they fire for this
+webhook (its thresholds and hysteresis factor, detection/alerts/service.py), and one
+delivery with its envelope. One
 event's deliveries are stored together and attempted at once (worker.py).
 
 A delivery of a state (instance.down ...) is stored only once the alert states changed so
@@ -20,6 +21,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from svc_monitor.connections.service import ConnectionService
+from svc_monitor.detection.alerts.service import AlertStates
 from svc_monitor.errors import NotFound
 from svc_monitor.event_types.base import Measured
 from svc_monitor.event_types.readings import READINGS
@@ -27,7 +29,6 @@ from svc_monitor.event_types.table import candidates, state_of
 from svc_monitor.events import ConnectionsChanged, Event, EventBus, InstanceEvent
 from svc_monitor.licensing.models import WEBHOOK_EVENT_TIERS
 from svc_monitor.licensing.service import LicenseService
-from svc_monitor.notifications.service import AlertStates
 from svc_monitor.webhooks.models import Delivery, DeliveryStatus, Webhook
 from svc_monitor.webhooks.worker import DeliveryWorker, Job, now_ms
 
@@ -122,18 +123,12 @@ class WebhookDispatcher:
                 if kind not in webhook.events or not tier.includes(WEBHOOK_EVENT_TIERS[kind]):
                     continue
                 if isinstance(candidate, Measured):
-                    level = webhook.thresholds.level(
-                        candidate.threshold, automatic=candidate.automatic
-                    )
-                    if level is None:
-                        continue
                     key = (webhook.id, event.connection_id, kind)
                     factor = webhook.alert_config.hysteresisFactor
-                    if not self.alerts.crossed(
-                        key, candidate.value, threshold=level, factor=factor
-                    ):
+                    judged = self.alerts.fires(key, candidate, webhook.thresholds, factor=factor)
+                    if judged is None:
                         continue
-                    data = candidate.data(level)
+                    data = judged
                 else:
                     data = candidate.data
                 if instance is None:

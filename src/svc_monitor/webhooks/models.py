@@ -3,7 +3,7 @@
 from dataclasses import dataclass
 from enum import StrEnum
 
-from svc_monitor.notifications.schemas import Thresholds
+from svc_monitor.detection.alerts.schemas import Thresholds
 from svc_monitor.webhooks.schemas import AlertConfig, DeliveryConfig, RetryPolicy
 
 

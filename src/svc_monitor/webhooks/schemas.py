@@ -10,9 +10,9 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from svc_monitor.detection.alerts.schemas import Thresholds
 from svc_monitor.kit.plain_text import Printable
 from svc_monitor.licensing.models import WEBHOOK_EVENT_TIERS
-from svc_monitor.notifications.schemas import Thresholds
 
 # Ranges chosen generous enough for any real receiver, small enough that a typo (a delay
 # of days) is refused rather than stored (docs/features/webhooks.md#fields-and-ranges).

@@ -41,8 +41,8 @@ from sqlalchemy import (
     update,
 )
 
+from svc_monitor.detection.alerts.schemas import Thresholds
 from svc_monitor.kit.secret_box import SecretBox
-from svc_monitor.notifications.schemas import Thresholds
 from svc_monitor.storage.columns import connection_id_column
 from svc_monitor.storage.database import Database
 from svc_monitor.storage.metadata import metadata

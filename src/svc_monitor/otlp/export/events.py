@@ -3,10 +3,10 @@ OTEL_EXPORTER_OTLP_LOGS_ENDPOINT as it is).
 
 The same notifications as webhooks (event_types/table.py): occurrences
 (instance.down, cluster.failover ...) every time; threshold ones judged against the
-default thresholds with our own alert states (hysteresis factor 0.9, the webhook
-default), so a threshold event is logged once per crossing, not once per poll. There is
-no tier check: the licence gates which webhooks may subscribe, not what the service
-tells its own operator's collector.
+default thresholds with our own alert states (detection/alerts/service.py; hysteresis
+factor 0.9, the webhook default), so a threshold event is logged once per crossing, not
+once per poll. There is no tier check: the licence gates which webhooks may subscribe,
+not what the service tells its own operator's collector.
 
 Records are posted in batches, at BATCH_SIZE records or every FLUSH_INTERVAL_S, one
 request at a time. A batch the collector could not take for now (no answer, 429, 502,
@@ -25,12 +25,12 @@ from collections.abc import Callable
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 
 from svc_monitor.connections.service import ConnectionService
+from svc_monitor.detection.alerts.schemas import Thresholds
+from svc_monitor.detection.alerts.service import AlertStates
 from svc_monitor.errors import NotFound
 from svc_monitor.event_types.base import Candidate, Data, Measured
 from svc_monitor.event_types.table import candidates
 from svc_monitor.events import ConnectionsChanged, Event, EventBus, InstanceEvent
-from svc_monitor.notifications.schemas import Thresholds
-from svc_monitor.notifications.service import AlertStates
 from svc_monitor.otlp.export.event_records import Instance, export_request, log_record
 from svc_monitor.otlp.export.stats import ExportStats
 from svc_monitor.otlp.export.transport import OtlpTransport, PostResult
@@ -145,14 +145,8 @@ class EventExporter:
     def _data_of(self, candidate: Candidate, connection_id: str) -> Data | None:
         if not isinstance(candidate, Measured):
             return candidate.data
-        level = self._thresholds.level(candidate.threshold, automatic=candidate.automatic)
-        if level is None:
-            return None  # an automatic baseline still learning
         key = (CONSUMER, connection_id, candidate.event_type)
-        crossed = self.alerts.crossed(
-            key, candidate.value, threshold=level, factor=HYSTERESIS_FACTOR
-        )
-        return candidate.data(level) if crossed else None
+        return self.alerts.fires(key, candidate, self._thresholds, factor=HYSTERESIS_FACTOR)
 
     async def _instance(self, connection_id: str) -> Instance:
         known = self._instances.get(connection_id)

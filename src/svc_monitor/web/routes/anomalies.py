@@ -14,8 +14,8 @@ from typing import Any, Literal
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
-from svc_monitor.anomaly.models import READY_AT, WINDOW
 from svc_monitor.anomaly.service import AnomalyNotFound
+from svc_monitor.detection.anomaly.models import READY_AT, WINDOW
 from svc_monitor.errors import Conflict
 from svc_monitor.licensing.dependencies import FeatureLocked
 from svc_monitor.licensing.models import Feature

@@ -1,5 +1,5 @@
 """The alerts firing now, for the replica that takes a connection over
-(notifications/store.py).
+(detection/alerts/store.py).
 
 Revision ID: 0019
 Revises: 0018

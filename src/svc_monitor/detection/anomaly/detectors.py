@@ -6,8 +6,8 @@ this observation and the previous one (a counter going backwards is a restart: t
 sample is skipped), and the keyspace hit ratio from the deltas of hits and misses.
 
 Each value is judged against the rolling baseline of the samples *before* it, then joins
-the window (300 samples: five minutes at the default 1 s poll). Until 30 samples are in
-the window the buffer is warming up and nothing is judged.
+the window (detection/window.py, 300 samples: five minutes at the default 1 s poll). Until
+30 samples are in the window the buffer is warming up and nothing is judged.
 
     z = (x - mean) / max(stddev, floor_abs, floor_rel * |mean|)
 
@@ -25,9 +25,8 @@ client lockout, data loss, a stuck persistence child, memory overhead.
 """
 
 import math
-from collections import deque
 
-from svc_monitor.anomaly.models import (
+from svc_monitor.detection.anomaly.models import (
     READY_AT,
     WINDOW,
     BufferState,
@@ -36,7 +35,8 @@ from svc_monitor.anomaly.models import (
     MetricSpec,
     Severity,
 )
-from svc_monitor.anomaly.rules import RULES, RuleDetectors, total_keys
+from svc_monitor.detection.anomaly.rules import RULES, RuleDetectors, total_keys
+from svc_monitor.detection.window import RollingWindow
 from svc_monitor.engine.info import FieldValue, ParsedInfo, parse_subfields
 
 __all__ = [
@@ -216,80 +216,17 @@ METRICS: tuple[MetricSpec, ...] = (
 )
 
 
-class MetricBuffer:
-    """The last WINDOW values of one metric, their running sums, and its firing state.
+class MetricBuffer(RollingWindow):
+    """The rolling window of one metric (WINDOW values, READY_AT to judge) and its
+    firing state: the run of qualifying samples, and the cooldown after a detection."""
 
-    Running sums make each sample O(1); they are recomputed exactly every WINDOW samples
-    so float error cannot build up over days.
-    """
-
-    __slots__ = ("_since_exact", "_sum", "_sum_sq", "cooldown_until", "run", "run_kind", "values")
+    __slots__ = ("cooldown_until", "run", "run_kind")
 
     def __init__(self) -> None:
-        self.values: deque[float] = deque(maxlen=WINDOW)
-        self._sum = 0.0
-        self._sum_sq = 0.0
-        self._since_exact = 0
+        super().__init__(size=WINDOW, ready_at=READY_AT)
         self.run = 0  # consecutive qualifying samples
         self.run_kind: Kind = "spike"
         self.cooldown_until = 0
-
-    def stats(self) -> tuple[float, float]:
-        mean, variance = self.moments()
-        return mean, math.sqrt(variance)
-
-    def moments(self) -> tuple[float, float]:
-        """Mean and variance (no square root: judge() compares squares)."""
-        n = len(self.values)
-        mean = self._sum / n
-        return mean, max(0.0, self._sum_sq / n - mean * mean)
-
-    def take(self, value: float) -> tuple[float, float] | None:
-        """The mean and variance before `value`, which is then added; None while warming
-        up (fewer than READY_AT values). One call where judge() needs both, and no call
-        inside: this runs for every metric of every poll (bench/detectors.py)."""
-        values = self.values
-        n = len(values)
-        before: tuple[float, float] | None = None
-        if n >= READY_AT:
-            mean = self._sum / n
-            variance = self._sum_sq / n - mean * mean
-            before = (mean, variance if variance > 0.0 else 0.0)
-        if n == WINDOW:
-            old = values[0]
-            self._sum -= old
-            self._sum_sq -= old * old
-        values.append(value)
-        self._sum += value
-        self._sum_sq += value * value
-        self._since_exact += 1
-        if self._since_exact >= WINDOW:
-            self._sum = math.fsum(values)
-            self._sum_sq = math.fsum(v * v for v in values)
-            self._since_exact = 0
-        return before
-
-    def seed(self, count: int, mean: float, variance: float) -> None:
-        """Stand in for a baseline carried over from another replica, of which only the
-        count, mean and variance travel: `count` values, alternately above and below the
-        mean by as much as gives exactly that mean and variance (what judge() reads). Real
-        samples push them out one by one, each pair leaving the mean where it was."""
-        self.values.clear()
-        count = min(count, WINDOW)
-        if count <= 0:
-            self._sum = self._sum_sq = 0.0
-            return
-        # With an odd count one value sits on the mean; the others spread a little wider.
-        paired = count - count % 2
-        spread = math.sqrt(variance * count / paired) if paired else 0.0
-        for i in range(count):
-            if i == count - 1 and count % 2:
-                self.values.append(mean)
-            else:
-                self.values.append(mean + spread if i % 2 == 0 else mean - spread)
-        self._sum = math.fsum(self.values)
-        self._sum_sq = math.fsum(v * v for v in self.values)
-        self._since_exact = 0
 
     def state(self, metric: str) -> BufferState:
         n = len(self.values)

@@ -14,7 +14,7 @@ from valkey import exceptions as vx
 
 from svc_monitor.event_types.access import AclDenied
 from svc_monitor.events import Event, Subscription
-from tests.detectors.helpers import address, person, run
+from tests.detection.helpers import address, person, run
 from tests.fixtures.app import AppFactory, RunningApp
 from tests.fixtures.servers import EngineKind, RunningServer, ServerFactory
 from tests.fixtures.waiting import eventually

@@ -18,12 +18,14 @@ Our rule (docs/features/webhooks.md#automatic-baseline-latencyspikems-0-connecti
   window: a spike never raises the level it is compared with. Samples above the level
   still join, so a lasting change becomes the new normal within the window.
 
-The standard deviation is the population one (divide by n).
+The window and its statistics are the one every judge of detection/ keeps (window.py);
+the standard deviation is the population one (divide by n).
 """
 
 import math
-from collections import deque
 from dataclasses import dataclass
+
+from svc_monitor.detection.window import RollingWindow
 
 DEFAULT_WINDOW = 300
 DEFAULT_MIN_SAMPLES = 30
@@ -41,12 +43,10 @@ class Baseline:
     samples: int
 
 
-class RollingBaseline:
-    """Mean and standard deviation over the last `window` samples of one metric.
+class SpikeBaseline(RollingWindow):
+    """The rolling window of one metric, and the spike level its statistics give."""
 
-    Running sums make each sample O(1); they are recomputed from the window every
-    `window` samples so float error cannot build up over days of polling.
-    """
+    __slots__ = ("_minimum_rise",)
 
     def __init__(
         self,
@@ -57,44 +57,26 @@ class RollingBaseline:
     ) -> None:
         if window < 1 or not 1 <= min_samples <= window:
             raise ValueError("need 1 <= min_samples <= window")
+        super().__init__(size=window, ready_at=min_samples)
         self._minimum_rise = minimum_rise
-        self._window = window
-        self._min_samples = min_samples
-        self._values: deque[float] = deque(maxlen=window)
-        self._sum = 0.0
-        self._sum_sq = 0.0
-        self._since_exact = 0
-
-    def __len__(self) -> int:
-        return len(self._values)
 
     def current(self) -> Baseline | None:
         """The baseline of the samples so far; None until there are `min_samples`."""
-        n = len(self._values)
-        if n < self._min_samples:
+        if not self.ready:
             return None
-        mean = self._sum / n
-        stddev = math.sqrt(max(0.0, self._sum_sq / n - mean * mean))
-        level = max(mean + SIGMAS * stddev, mean * RATIO, mean + self._minimum_rise)
-        return Baseline(mean=mean, stddev=stddev, spike_level=level, samples=n)
-
-    def add(self, value: float) -> None:
-        values = self._values
-        if len(values) == self._window:
-            old = values[0]
-            self._sum -= old
-            self._sum_sq -= old * old
-        values.append(value)
-        self._sum += value
-        self._sum_sq += value * value
-        self._since_exact += 1
-        if self._since_exact >= self._window:
-            self._sum = math.fsum(values)
-            self._sum_sq = math.fsum(v * v for v in values)
-            self._since_exact = 0
+        mean, variance = self.moments()
+        return self._baseline(mean, variance, len(self.values))
 
     def judge(self, value: float) -> Baseline | None:
         """The baseline `value` is compared with (the samples before it), then add it."""
-        baseline = self.current()
-        self.add(value)
-        return baseline
+        samples = len(self.values)
+        before = self.take(value)
+        if before is None:
+            return None
+        mean, variance = before
+        return self._baseline(mean, variance, samples)
+
+    def _baseline(self, mean: float, variance: float, samples: int) -> Baseline:
+        stddev = math.sqrt(variance)
+        level = max(mean + SIGMAS * stddev, mean * RATIO, mean + self._minimum_rise)
+        return Baseline(mean=mean, stddev=stddev, spike_level=level, samples=samples)

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from svc_monitor.anomaly.correlation import match
-from svc_monitor.anomaly.detectors import ConnectionDetectors
-from svc_monitor.anomaly.models import Detection
-from svc_monitor.anomaly.rules import RuleDetectors
+from svc_monitor.detection.anomaly.detectors import ConnectionDetectors
+from svc_monitor.detection.anomaly.models import Detection
+from svc_monitor.detection.anomaly.rules import RuleDetectors
 from svc_monitor.engine.info import parse_info
 from svc_monitor.event_types.detection import DataLossDetected, FailoverCompleted, FailoverStarted
 from tests.anomaly.info import START_MS, info_text, rewrite

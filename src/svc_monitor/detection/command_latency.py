@@ -7,12 +7,12 @@ The monitor's own reads (INFO, SLOWLOG GET ...) count too: they are calls the se
 served, and on an idle instance they are most of them. No reading for the first read
 of a connection (nothing to compare), when no call happened in between, or when the
 totals went down (restart, CONFIG RESETSTAT): that read is the new starting point.
-The automatic baseline of the readings is detectors/baseline.py.
+The automatic baseline of the readings is detection/baseline.py.
 """
 
 from dataclasses import dataclass
 
-from svc_monitor.detectors.baseline import RollingBaseline
+from svc_monitor.detection.baseline import SpikeBaseline
 from svc_monitor.engine.info import ParsedInfo
 from svc_monitor.event_types.readings import LatencyReading
 from svc_monitor.events import EventBus
@@ -38,7 +38,7 @@ class LatencyDetector:
     def __init__(self, bus: EventBus) -> None:
         self._bus = bus
         self._totals: dict[str, _Totals] = {}
-        self._baselines: dict[str, RollingBaseline] = {}
+        self._baselines: dict[str, SpikeBaseline] = {}
 
     def observe_facts(self, connection_id: str, facts: Facts) -> None:
         """As a facts consumer of the pipe: INFO commandstats, polled or pushed."""
@@ -60,7 +60,7 @@ class LatencyDetector:
         latency_ms = usec / calls / 1000
         history = self._baselines.get(connection_id)
         if history is None:
-            history = self._baselines[connection_id] = RollingBaseline(
+            history = self._baselines[connection_id] = SpikeBaseline(
                 minimum_rise=LATENCY_MINIMUM_RISE_MS
             )
         baseline = history.judge(latency_ms)

@@ -5,11 +5,11 @@ from typing import Any
 
 import pytest
 
-from svc_monitor.detectors import config_watch
-from svc_monitor.detectors.config_watch import parse_config
+from svc_monitor.detection import config_watch
+from svc_monitor.detection.config_watch import parse_config
 from svc_monitor.event_types.access import AclModified, ConfigChanged
 from svc_monitor.events import Event, Subscription
-from tests.detectors.helpers import address, person, run
+from tests.detection.helpers import address, person, run
 from tests.fixtures.app import AppFactory, RunningApp
 from tests.fixtures.servers import EngineKind, RunningServer, ServerFactory
 from tests.fixtures.waiting import eventually

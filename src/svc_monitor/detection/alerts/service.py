@@ -1,5 +1,9 @@
 """Alert state for threshold events: fire once on crossing, re-arm below the recovery level.
 
+This is where a threshold notification (memory.critical, latency.spike ...) is judged for
+every consumer: the webhooks dispatcher and the OTLP event export ask `fires` whether a
+reading's notification goes out to them, and only deliver it.
+
 Per consumer (a webhook, or the OTLP event export), connection and event: with threshold
 90 and hysteresisFactor 0.9 an alert fires when the value goes above 90, stays quiet
 while it moves between 81 and 90 (or above), and may fire again once it has dropped
@@ -21,8 +25,11 @@ from collections import OrderedDict
 from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING
 
+from svc_monitor.detection.alerts.schemas import Thresholds
+from svc_monitor.event_types.base import Data, Measured
+
 if TYPE_CHECKING:
-    from svc_monitor.notifications.store import AlertStateStore
+    from svc_monitor.detection.alerts.store import AlertStateStore
 
 CAPACITY = 1000
 TTL_MS = 24 * 3600 * 1000
@@ -58,6 +65,21 @@ class AlertStates:
         self._ttl_ms = ttl_ms
         self._clock = clock
         self._active: OrderedDict[AlertKey, int] = OrderedDict()  # key -> activated at
+
+    def fires(
+        self, key: AlertKey, reading: Measured, thresholds: Thresholds, *, factor: float
+    ) -> Data | None:
+        """What `reading`'s notification sends when it fires for this consumer, else None.
+
+        The level is the consumer's for the reading's field, or where that is 0 the
+        automatic baseline's (None while the baseline is still learning: nothing fires);
+        `factor` is the consumer's hysteresis factor (`crossed`)."""
+        level = thresholds.level(reading.threshold, automatic=reading.automatic)
+        if level is None:
+            return None
+        if not self.crossed(key, reading.value, threshold=level, factor=factor):
+            return None
+        return reading.data(level)
 
     def crossed(self, key: AlertKey, value: float, *, threshold: float, factor: float) -> bool:
         """True exactly when this sample should fire the event."""

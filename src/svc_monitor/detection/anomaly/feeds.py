@@ -34,14 +34,14 @@ Rule (no baseline) on CLUSTER INFO:
 - cluster_state: `cluster_state` ok -> fail is critical (a drop), fail -> ok a warning
   (the recovery); slots on nodes suspected down (`cluster_slots_pfail` from 0 to more)
   a warning. The first read only sets the starting point. `cluster.failover` is
-  published by detectors/cluster_state.py from the same reads, so nothing here does.
+  published by detection/cluster_state.py from the same reads, so nothing here does.
 """
 
 from dataclasses import dataclass
 
-from svc_monitor.anomaly.detectors import MetricBuffer, judge
-from svc_monitor.anomaly.models import BufferState, Detection, Kind, MetricSpec, Severity
-from svc_monitor.anomaly.rules import RULE_COOLDOWN_MS
+from svc_monitor.detection.anomaly.detectors import MetricBuffer, judge
+from svc_monitor.detection.anomaly.models import BufferState, Detection, Kind, MetricSpec, Severity
+from svc_monitor.detection.anomaly.rules import RULE_COOLDOWN_MS
 from svc_monitor.engine.info import ParsedInfo, parse_subfields
 from svc_monitor.pipe.facts import (
     ClusterFacts,

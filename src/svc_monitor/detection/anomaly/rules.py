@@ -36,7 +36,7 @@ Every rule that can repeat is quiet for RULE_COOLDOWN_MS after it fires.
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from svc_monitor.anomaly.models import Detection, Kind, Severity
+from svc_monitor.detection.anomaly.models import Detection, Kind, Severity
 from svc_monitor.engine.info import ParsedInfo, parse_subfields
 from svc_monitor.event_types.detection import DataLossDetected, FailoverCompleted, FailoverStarted
 from svc_monitor.events import InstanceEvent

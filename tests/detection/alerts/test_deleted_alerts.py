@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from svc_monitor.notifications.store import alert_states
+from svc_monitor.detection.alerts.store import alert_states
 from tests.fixtures.alerting import over_ninety_percent
 from tests.fixtures.app import RunningApp, make_settings, running_app, target_of
 from tests.fixtures.receiver import Receiver

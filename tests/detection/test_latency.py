@@ -5,11 +5,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from svc_monitor.detectors.command_latency import LatencyDetector
+from svc_monitor.detection.command_latency import LatencyDetector
 from svc_monitor.engine.info import parse_info
 from svc_monitor.event_types.readings import LatencyReading
 from svc_monitor.events import EventBus
-from tests.detectors.helpers import BusWatcher
+from tests.detection.helpers import BusWatcher
 from tests.fixtures.app import AppFactory
 from tests.fixtures.servers import RunningServer, ServerFactory
 

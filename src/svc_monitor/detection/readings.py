@@ -7,7 +7,7 @@ sends only some) means no reading, never a reading of 0.
 - MemoryReading: `used_memory`, `maxmemory` (0 = no limit) and `maxmemory_policy`.
 - ClientsReading: `connected_clients` and `maxclients` (INFO clients has it on Redis 7+
   and Valkey; on Redis 6.2 it is absent and stays None: CONFIG GET is not read for it),
-  with the automatic baseline of connected_clients (detectors/baseline.py).
+  with the automatic baseline of connected_clients (detection/baseline.py).
 - SlowlogLength, from the slow log poll's facts (SLOWLOG LEN), when the length was read.
 - ReplicationReading, on a replica (`role:slave`): `master_link_status`, and as lag
   `master_last_io_seconds_ago` while the link is up, `master_link_down_since_seconds`
@@ -21,7 +21,7 @@ Cluster nodes (observation.node set) are left out: these readings are per connec
 import time
 from collections.abc import Callable
 
-from svc_monitor.detectors.baseline import RollingBaseline
+from svc_monitor.detection.baseline import SpikeBaseline
 from svc_monitor.engine.info import FieldValue, ParsedInfo, parse_subfields
 from svc_monitor.event_types.readings import (
     ClientsReading,
@@ -47,7 +47,7 @@ class ReadingsDetector:
     def __init__(self, bus: EventBus, *, clock: Callable[[], float] = time.monotonic) -> None:
         self._bus = bus
         self._clock = clock
-        self._clients: dict[str, RollingBaseline] = {}
+        self._clients: dict[str, SpikeBaseline] = {}
         self._link_down_since: dict[str, float] = {}
 
     def observe(self, observation: Observation) -> None:
@@ -80,7 +80,7 @@ class ReadingsDetector:
         connection_id = observation.connection_id
         history = self._clients.get(connection_id)
         if history is None:
-            history = self._clients[connection_id] = RollingBaseline(
+            history = self._clients[connection_id] = SpikeBaseline(
                 minimum_rise=CLIENTS_MINIMUM_RISE
             )
         baseline = history.judge(connected)

@@ -7,12 +7,12 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 import valkey
 
-from svc_monitor.detectors.readings import ReadingsDetector
+from svc_monitor.detection.readings import ReadingsDetector
 from svc_monitor.engine.info import parse_info
 from svc_monitor.event_types.readings import ClientsReading, MemoryReading, ReplicationReading
 from svc_monitor.events import EventBus
 from svc_monitor.pipe.observation import Observation
-from tests.detectors.helpers import BusWatcher
+from tests.detection.helpers import BusWatcher
 from tests.fixtures.app import AppFactory, RunningApp
 from tests.fixtures.servers import RunningServer, ServerFactory
 

@@ -13,7 +13,7 @@ CLUSTER INFO per pass serves both.
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from svc_monitor.detectors.cluster_bus import ClusterBusDetector
+from svc_monitor.detection.cluster_bus import ClusterBusDetector
 from svc_monitor.event_types.cluster import ClusterStateChanged
 from svc_monitor.events import EventBus
 from svc_monitor.pipe.facts import ClusterFacts, Facts

@@ -5,7 +5,7 @@ from collections.abc import Iterator
 import pytest
 
 from svc_monitor.event_types.readings import MemoryReading, SlowlogLength
-from tests.detectors.helpers import BusWatcher
+from tests.detection.helpers import BusWatcher
 from tests.fixtures.app import AppFactory
 from tests.fixtures.servers import RunningServer, ServerFactory
 from tests.fixtures.waiting import eventually

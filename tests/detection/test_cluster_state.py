@@ -2,10 +2,10 @@
 
 import pytest
 
-from svc_monitor.detectors.cluster_state import ClusterStateDetector
+from svc_monitor.detection.cluster_state import ClusterStateDetector
 from svc_monitor.event_types.cluster import ClusterStateChanged
 from svc_monitor.events import EventBus
-from tests.detectors.helpers import BusWatcher
+from tests.detection.helpers import BusWatcher
 from tests.fixtures.app import AppFactory
 from tests.fixtures.servers import CLUSTER_SLOTS, RunningServer
 from tests.fixtures.waiting import eventually

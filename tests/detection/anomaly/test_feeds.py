@@ -1,4 +1,4 @@
-"""Anomaly detectors fed by other polls (anomaly/feeds.py): the slow log, the latency
+"""Anomaly detectors fed by other polls (detection/anomaly/feeds.py): the slow log, the latency
 monitor, commandstats per command, and CLUSTER INFO.
 
 The rules are exercised on recorded reads with a simulated clock; then real servers
@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from svc_monitor.anomaly.correlation import match
-from svc_monitor.anomaly.feeds import MAX_COMMANDS, FeedDetectors
-from svc_monitor.anomaly.models import Detection
+from svc_monitor.detection.anomaly.feeds import MAX_COMMANDS, FeedDetectors
+from svc_monitor.detection.anomaly.models import Detection
 from svc_monitor.engine.info import parse_info
 from svc_monitor.engine.latency import LatencyEvent
 from svc_monitor.pipe.facts import (

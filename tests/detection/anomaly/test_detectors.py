@@ -3,8 +3,8 @@ over long steady loads, and the spikes and drops that matter are found."""
 
 import pytest
 
-from svc_monitor.anomaly.detectors import METRICS, READY_AT, RULES, ConnectionDetectors
-from svc_monitor.anomaly.models import Detection
+from svc_monitor.detection.anomaly.detectors import METRICS, READY_AT, RULES, ConnectionDetectors
+from svc_monitor.detection.anomaly.models import Detection
 from svc_monitor.engine.info import ParsedInfo, parse_info
 from tests.anomaly.info import START_MS, info_text, rewrite, steady_load
 from tests.fixtures.servers import RunningServer

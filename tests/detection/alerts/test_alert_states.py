@@ -1,8 +1,10 @@
-"""Alert states (notifications/service.py): a threshold event fires once per crossing and
+"""Alert states (detection/alerts/service.py): a threshold event fires once per crossing and
 re-arms below threshold x hysteresisFactor, each consumer with its own state, in an LRU
 with a TTL; every change is told, and a restored alert stays quiet."""
 
-from svc_monitor.notifications.service import AlertStates
+from svc_monitor.detection.alerts.schemas import Thresholds
+from svc_monitor.detection.alerts.service import AlertStates
+from svc_monitor.event_types.base import Measured
 
 
 class Clock:
@@ -67,3 +69,36 @@ class TestAlertStates:
         clock.ms = 100
         expired.restore(key, 5)
         assert expired.crossed(key, 95, threshold=90, factor=0.9)
+
+
+class TestFires:
+    """`fires`: the level a consumer's thresholds give a reading, judged by `crossed`."""
+
+    @staticmethod
+    def reading(value: float, automatic: float | None = None) -> Measured:
+        return Measured(
+            event_type="connection.spike",
+            value=value,
+            threshold="connectionSpikeCount",
+            data=lambda level: {"value": value, "level": level},
+            automatic=automatic,
+        )
+
+    def test_a_configured_level_fires_once_with_its_payload(self) -> None:
+        states = AlertStates()
+        key = ("hook", "conn", "connection.spike")
+        thresholds = Thresholds(connectionSpikeCount=100)
+        assert states.fires(key, self.reading(150), thresholds, factor=0.9) == {
+            "value": 150,
+            "level": 100.0,
+        }
+        assert states.fires(key, self.reading(150), thresholds, factor=0.9) is None
+
+    def test_zero_takes_the_automatic_level_and_nothing_fires_while_it_learns(self) -> None:
+        states = AlertStates()
+        key = ("hook", "conn", "connection.spike")
+        thresholds = Thresholds()  # connectionSpikeCount 0: the automatic baseline
+        assert states.fires(key, self.reading(500), thresholds, factor=0.9) is None
+        assert not states.is_active(key)
+        fired = states.fires(key, self.reading(500, automatic=40), thresholds, factor=0.9)
+        assert fired == {"value": 500, "level": 40}

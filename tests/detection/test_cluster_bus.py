@@ -6,12 +6,12 @@ from pathlib import Path
 import pytest
 from valkey.cluster import ValkeyCluster
 
-from svc_monitor.detectors.cluster_bus import corruption_counters
-from svc_monitor.detectors.cluster_state import ClusterStateDetector
+from svc_monitor.detection.cluster_bus import corruption_counters
+from svc_monitor.detection.cluster_state import ClusterStateDetector
 from svc_monitor.engine.cluster import parse_cluster_info
 from svc_monitor.event_types.cluster import ClusterBusCorruption, ClusterStateChanged
 from svc_monitor.events import EventBus
-from tests.detectors.helpers import BusWatcher
+from tests.detection.helpers import BusWatcher
 from tests.fixtures.app import AppFactory
 from tests.fixtures.servers import CLUSTER_SLOTS, RunningServer
 from tests.fixtures.waiting import eventually
