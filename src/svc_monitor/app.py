@@ -40,9 +40,10 @@ from svc_monitor.licensing.api import router as license_router
 from svc_monitor.mcp.http import MCP_PATH, McpEndpoint
 from svc_monitor.otlp.ingest.api import router as otlp_ingest_router
 from svc_monitor.otlp.ingest.collector_config_api import router as otlp_config_router
+from svc_monitor.parts import Part
 from svc_monitor.replicas.api import router as replicas_router
 from svc_monitor.runtime_settings.api import router as settings_router
-from svc_monitor.services import Features, Services
+from svc_monitor.services import Services
 from svc_monitor.storage.sqlite_lock import SqliteFileInUse
 from svc_monitor.system.api import router as system_router
 from svc_monitor.web.assets import mount_static, plain_page, refused_page
@@ -179,6 +180,7 @@ def create_app(
     app.state.services = services
     app.state.features = None
     app.state.feature_tasks = []
+    app.state.parts = ()
     app.state.heap_freezer = None
     app.state.ui_installed = False
     if ui_on_demand:
@@ -262,41 +264,26 @@ async def _install_features(
         if in_thread
         else importlib.import_module(name)
     )
-    features = module.build_features(services)
+    features, parts = module.build_features(services)
     if services.db.kind is StorageType.MEMORY:
         await services.db.migrate()  # their tables registered on import: create them
     catch_alls = _take_catch_alls(app)
-    for router in module.ROUTERS:
-        app.include_router(router, prefix="/api")
+    for part in parts:
+        for router in part.routers:
+            app.include_router(router, prefix="/api")
+        for router in part.root_routers:
+            app.include_router(router)
     app.router.routes.extend(catch_alls)  # still last, after the feature routes
     app.openapi_schema = None
     app.state.features = features
-    supervisor = features.supervisor
-    services.replicas.count_polled = lambda: len(supervisor.polled_connections())
+    app.state.parts = parts
     if with_ui:
         _install_ui(app)
-    tasks = app.state.feature_tasks
-    # What watches the instances: every poll of every connection, and the push receiver's
-    # registry refresh and staleness sweep.
-    tasks.append(asyncio.create_task(features.supervisor.run(), name="poll-supervisor"))
-    tasks.append(asyncio.create_task(features.metrics_receiver.run(), name="otlp-metrics-receiver"))
-    # A settings row from before the window was a setting takes the environment's, once.
-    await services.runtime_settings.seed_retention()
-    app.state.feature_tasks.append(asyncio.create_task(features.retention.run(), name="retention"))
-    # Marks captures a dead process left running as failed; cancelled at shutdown, it stops
-    # the running ones (their rows say "stopped") before storage closes.
-    app.state.feature_tasks.append(asyncio.create_task(features.monitor.run(), name="monitor"))
-    app.state.feature_tasks.append(asyncio.create_task(features.cve.run(), name="cve-scans"))
-    # metric_forecast.limit alerts and the forecast gauge's projections, every 60 s
-    app.state.feature_tasks.append(
-        asyncio.create_task(features.forecast.run(), name="forecast-alerts")
-    )
-    # anomaly groups stored and published, the svc_anomaly_* summary rebuilt
-    app.state.feature_tasks.append(asyncio.create_task(features.anomaly.run(), name="anomaly"))
-    if features.metrics_exporter is not None:
-        # The registry over OTLP; its first push is one interval after this start.
-        app.state.feature_tasks.append(
-            asyncio.create_task(features.metrics_exporter.run(), name="otlp-metrics-export")
+    for part in parts:  # in part order; each part's start hook before its tasks
+        if part.start is not None:
+            await part.start()
+        app.state.feature_tasks.extend(
+            asyncio.create_task(task.run(), name=task.name) for task in part.tasks
         )
     if freeze_heap:
         # Frozen now and again after each change of the polled connections (kit/heap_freeze.py).
@@ -358,19 +345,17 @@ async def _stop(app: FastAPI, services: Services) -> None:
     freezer: HeapFreezer | None = app.state.heap_freezer
     if freezer is not None:
         freezer.stop()
-    features: Features | None = app.state.features
-    if features is not None:
-        features.supervisor.request_stop()  # before the cancel: see PollLoop.stop
+    parts: tuple[Part, ...] = app.state.parts
+    for part in parts:  # the poll supervisor's stop request comes before the cancel
+        if part.stop_request is not None:
+            part.stop_request()
     tasks: list[asyncio.Task[None]] = app.state.feature_tasks
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
-    if features is not None:
-        await features.cluster.close()
-        try:  # what the next holder of each connection carries on from
-            await features.anomaly.save_baselines(everything=True)
-        except Exception as exc:
-            logger.warning("anomaly baselines not saved at stop: %s", exc)
+    for part in reversed(parts):  # a part stops before those it was built on
+        if part.stop is not None:
+            await part.stop()
     await services.health.close()  # probes of hung servers, before their clients close
     await services.live_connections.close()
     if services.otlp_transport is not None:
