@@ -16,7 +16,7 @@ import gc
 import importlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from types import ModuleType
 
 from fastapi import Depends, FastAPI, Request
@@ -26,30 +26,19 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from svc_monitor import __version__
 from svc_monitor.api.error_responses import error_body, install_error_handlers
-from svc_monitor.auth.api import router as auth_router
-from svc_monitor.auth.broker.api import router as broker_router
 from svc_monitor.auth.dependencies.access import PageRefused, authorize, install_access
-from svc_monitor.compose import build_services
+from svc_monitor.compose import build_services, stop_order
 from svc_monitor.config import Settings, StorageType
-from svc_monitor.connections.api import router as connections_router
 from svc_monitor.event_types.docs import event_table, payload_notes
-from svc_monitor.info_history.api import router as metrics_router
 from svc_monitor.kit.heap_freeze import HeapFreezer
 from svc_monitor.kit.secret_box import SecretUndecryptable
-from svc_monitor.licensing.api import router as license_router
 from svc_monitor.mcp.http import MCP_PATH, McpEndpoint
-from svc_monitor.otlp.ingest.api import router as otlp_ingest_router
-from svc_monitor.otlp.ingest.collector_config_api import router as otlp_config_router
 from svc_monitor.parts import Part
-from svc_monitor.replicas.api import router as replicas_router
-from svc_monitor.runtime_settings.api import router as settings_router
 from svc_monitor.services import Services
 from svc_monitor.storage.sqlite_lock import SqliteFileInUse
-from svc_monitor.system.api import router as system_router
 from svc_monitor.web.assets import mount_static, plain_page, refused_page
 from svc_monitor.web.docs import mount_docs
 from svc_monitor.web.openapi import install_openapi, openapi_tags, operation_id
-from svc_monitor.webhooks.api import router as webhooks_router
 
 logger = logging.getLogger(__name__)
 
@@ -111,7 +100,7 @@ def create_app(
     tests, which build many apps in one process and would never free the frozen ones.
     """
     try:
-        services = build_services(settings, clock=clock)
+        services, core = build_services(settings, clock=clock)
     except SqliteFileInUse as exc:
         raise StartupError(str(exc)) from None
 
@@ -120,27 +109,10 @@ def create_app(
         try:
             await _start(services, embedded_valkey_port=embedded_valkey_port)
         except BaseException:
-            await _stop(app, services)
+            await _stop(app, services, core)
             raise
-        background = [
-            asyncio.create_task(services.license.run(), name="licence-checks"),
-            asyncio.create_task(services.auth.run_housekeeping(), name="workspace-housekeeping"),
-            asyncio.create_task(services.auth.revocations.run_sync(), name="session-revocations"),
-            asyncio.create_task(services.telemetry.run(), name="usage-telemetry"),
-            asyncio.create_task(services.versions.run(), name="version-check"),
-            asyncio.create_task(_check_connections(services), name="first-check"),
-            asyncio.create_task(services.info_history.run_rollups(), name="history-rollups"),
-            asyncio.create_task(services.webhook_worker.run(), name="webhook-deliveries"),
-            asyncio.create_task(services.webhook_dispatcher.run(), name="webhook-dispatch"),
-            asyncio.create_task(services.replicas.run(), name="replica-heartbeat"),
-            asyncio.create_task(services.ownership.run(), name="connection-leases"),
-            asyncio.create_task(services.changes.run(), name="change-feed"),
-            asyncio.create_task(services.shared_alerts.run(), name="alert-states"),
-        ]
-        if services.event_exporter is not None:
-            background.append(
-                asyncio.create_task(services.event_exporter.run(), name="otlp-event-export")
-            )
+        background: list[asyncio.Task[None]] = []
+        await _start_parts(core, background)
         features = asyncio.create_task(
             _install_features(
                 app,
@@ -161,7 +133,7 @@ def create_app(
             for task in background:
                 task.cancel()
             await asyncio.gather(*background, return_exceptions=True)
-            await _stop(app, services)
+            await _stop(app, services, core)
 
     app = FastAPI(
         title="svc-monitor",
@@ -177,6 +149,15 @@ def create_app(
         # first: auth/roles.py says who may call it.
         dependencies=[Depends(authorize)],
     )
+    mcp = _mount(app, services, core, ui_on_demand=ui_on_demand)
+    return app
+
+
+def _mount(
+    app: FastAPI, services: Services, core: tuple[Part, ...], *, ui_on_demand: bool
+) -> McpEndpoint:
+    """The app's state, middleware and core routes (the parts' before the MCP endpoint,
+    the docs, the static files and the catch-alls); returns the MCP endpoint."""
     app.state.services = services
     app.state.features = None
     app.state.feature_tasks = []
@@ -188,18 +169,7 @@ def create_app(
     install_access(app)
     install_error_handlers(app)  # last: its ErrorPolicy is the outermost middleware
     app.add_exception_handler(PageRefused, _page_refused)
-    app.include_router(system_router)  # /health and /version at the root,
-    app.include_router(system_router, prefix="/api")  # and under /api like everything else
-    app.include_router(auth_router, prefix="/api")
-    app.include_router(broker_router, prefix="/api")
-    app.include_router(connections_router, prefix="/api")
-    app.include_router(settings_router, prefix="/api")
-    app.include_router(metrics_router, prefix="/api")
-    app.include_router(license_router, prefix="/api")
-    app.include_router(webhooks_router, prefix="/api")
-    app.include_router(replicas_router, prefix="/api")
-    app.include_router(otlp_ingest_router)  # /v1/traces and /v1/external/metrics, at the root
-    app.include_router(otlp_config_router, prefix="/api")
+    _include_routers(app, core)
     mount_docs(app)
     # The MCP endpoint: its tools call this app's own routes with the caller's token.
     mcp = McpEndpoint(app)
@@ -218,7 +188,24 @@ def create_app(
         methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
         include_in_schema=False,
     )
-    return app
+    return mcp
+
+
+def _include_routers(app: FastAPI, parts: Sequence[Part]) -> None:
+    """The parts' routers, in part order: each one's under /api, then its root ones."""
+    for part in parts:
+        for router in part.routers:
+            app.include_router(router, prefix="/api")
+        for router in part.root_routers:
+            app.include_router(router)
+
+
+async def _start_parts(parts: Sequence[Part], tasks: list[asyncio.Task[None]]) -> None:
+    """The parts' tasks, started in part order; a part's start hook is awaited first."""
+    for part in parts:
+        if part.start is not None:
+            await part.start()
+        tasks.extend(asyncio.create_task(task.run(), name=task.name) for task in part.tasks)
 
 
 async def _page_refused(_: Request, exc: Exception) -> Response:
@@ -268,23 +255,14 @@ async def _install_features(
     if services.db.kind is StorageType.MEMORY:
         await services.db.migrate()  # their tables registered on import: create them
     catch_alls = _take_catch_alls(app)
-    for part in parts:
-        for router in part.routers:
-            app.include_router(router, prefix="/api")
-        for router in part.root_routers:
-            app.include_router(router)
+    _include_routers(app, parts)
     app.router.routes.extend(catch_alls)  # still last, after the feature routes
     app.openapi_schema = None
     app.state.features = features
     app.state.parts = parts
     if with_ui:
         _install_ui(app)
-    for part in parts:  # in part order; each part's start hook before its tasks
-        if part.start is not None:
-            await part.start()
-        app.state.feature_tasks.extend(
-            asyncio.create_task(task.run(), name=task.name) for task in part.tasks
-        )
+    await _start_parts(parts, app.state.feature_tasks)
     if freeze_heap:
         # Frozen now and again after each change of the polled connections (kit/heap_freeze.py).
         freezer = HeapFreezer()
@@ -341,31 +319,25 @@ def _take_catch_alls(app: FastAPI) -> list[BaseRoute]:
     return routes
 
 
-async def _stop(app: FastAPI, services: Services) -> None:
+async def _stop(app: FastAPI, services: Services, core: tuple[Part, ...]) -> None:
+    """The feature parts' stop requests (the poll supervisor's, before the cancel: see
+    PollLoop.stop), their tasks cancelled, their stop hooks in reverse part order (a part
+    stops before those it was built on); then the core parts' in STOP_ORDER
+    (core_parts.py); storage closes last."""
     freezer: HeapFreezer | None = app.state.heap_freezer
     if freezer is not None:
         freezer.stop()
     parts: tuple[Part, ...] = app.state.parts
-    for part in parts:  # the poll supervisor's stop request comes before the cancel
+    for part in parts:
         if part.stop_request is not None:
             part.stop_request()
     tasks: list[asyncio.Task[None]] = app.state.feature_tasks
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
-    for part in reversed(parts):  # a part stops before those it was built on
+    for part in (*reversed(parts), *stop_order(core)):
         if part.stop is not None:
             await part.stop()
-    await services.health.close()  # probes of hung servers, before their clients close
-    await services.live_connections.close()
-    if services.otlp_transport is not None:
-        await services.otlp_transport.close()
-    await services.traces.flush()  # spans of exports still being written, before storage closes
-    # Polling has stopped: the others take our connections on their next heartbeat, and see
-    # a clean stop at once, not on timeout.
-    await services.shared_alerts.flush()  # before the next holder reads them
-    await services.ownership.release()
-    await services.replicas.leave()
     await services.db.close()
 
 
@@ -377,17 +349,6 @@ async def _start(services: Services, *, embedded_valkey_port: int | None) -> Non
         logger.warning("ENCRYPTION_KEY is not set: connection passwords are stored in plain text")
     await _check_encryption_key(services)
     await services.connections.start(embedded_port=embedded_valkey_port)
-
-
-async def _check_connections(services: Services) -> None:
-    """Detect every engine once at startup, so the first /health and the connection list
-    answer with engine facts at once; a slow or dead instance only delays its own entry."""
-    connections = [
-        c for c in await services.connections.list() if not c.secret_error and not c.pushed
-    ]
-    await asyncio.gather(
-        *(services.connections.check(c) for c in connections), return_exceptions=True
-    )
 
 
 async def _check_encryption_key(services: Services) -> None:
@@ -415,7 +376,7 @@ async def preflight(settings: Settings) -> None:
     if settings.STORAGE_TYPE is StorageType.MEMORY:
         return
     try:
-        services = build_services(settings)
+        services, _ = build_services(settings)
     except SqliteFileInUse as exc:
         raise StartupError(str(exc)) from None
     try:

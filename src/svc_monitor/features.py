@@ -54,10 +54,10 @@ PARTS: tuple[Callable[[Registry], Part], ...] = (
     cluster.part,
     detectors.config_watch,
     key_analytics.part,
-    traces.part,
-    webhooks.part,
-    replicas.part,
-    info_history.part,
+    traces.feature,
+    webhooks.feature,
+    replicas.feature,
+    info_history.feature,
 )
 
 

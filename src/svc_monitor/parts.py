@@ -22,44 +22,83 @@ if TYPE_CHECKING:
     from prometheus_client.registry import Collector
     from sqlalchemy import Table
 
+    from svc_monitor.config import Settings
     from svc_monitor.connections.models import Connection
+    from svc_monitor.events import EventBus
+    from svc_monitor.kit.secret_box import SecretBox
     from svc_monitor.pipe.consumers import FactsConsumer, ObservationConsumer
+    from svc_monitor.pipe.live_state import LiveState
     from svc_monitor.polling.info_rides import InfoRider
     from svc_monitor.polling.models import PollKind
+    from svc_monitor.storage.app_meta import AppMetaStore
+    from svc_monitor.storage.database import Database
 
 T = TypeVar("T")
 V = TypeVar("V")
 
 
 class Registry:
-    """The services the parts built, one per type (a protocol such as Ownership counts)."""
+    """The services the parts built, one per type (a protocol such as Ownership counts).
+
+    A part adds a service built at once (`add`), or says how to build it (`provide`): it
+    is built on its first `get`, so a part may need a service of a part listed after it
+    (the core's list is in the order its tasks start, not in the order its services
+    depend on each other); `build_all` builds what nobody asked for yet."""
 
     def __init__(self) -> None:
         self._services: dict[type[Any], object] = {}
+        self._factories: dict[type[Any], Callable[[], object]] = {}
+        self._building: list[type[Any]] = []
 
     def add(self, kind: type[T], service: T) -> T:
-        if kind in self._services:
+        if kind in self._services or kind in self._factories:
             raise ValueError(f"a {kind.__name__} is registered already")
         self._services[kind] = service
         return service
 
+    def provide(self, kind: type[T], factory: Callable[[], T]) -> None:
+        if kind in self._services or kind in self._factories:
+            raise ValueError(f"a {kind.__name__} is registered already")
+        self._factories[kind] = factory
+
     def get(self, kind: type[T]) -> T:
         if kind not in self._services:
-            raise LookupError(f"no part registered a {kind.__name__} (yet)")
+            if kind not in self._factories:
+                raise LookupError(f"no part registered a {kind.__name__} (yet)")
+            if kind in self._building:
+                cycle = " -> ".join(k.__name__ for k in (*self._building, kind))
+                raise LookupError(f"services that need each other: {cycle}")
+            self._building.append(kind)
+            try:
+                self._services[kind] = self._factories[kind]()
+            finally:
+                self._building.pop()
+            del self._factories[kind]
         return cast(T, self._services[kind])
 
     def find(self, kind: type[T]) -> T | None:
         """The service, or None when its part left it out (an export turned off)."""
-        return cast("T | None", self._services.get(kind))
+        if kind in self._services or kind in self._factories:
+            return self.get(kind)
+        return None
 
-    def view(self, cls: type[V]) -> V:
-        """A typed view (services.py's `Features`): each field is the service registered
-        under the type its annotation names; an `X | None` field is None when none is."""
+    def build_all(self) -> None:
+        for kind in list(self._factories):
+            if kind in self._factories:
+                self.get(kind)
+
+    def view(self, cls: type[V], **given: object) -> V:
+        """A typed view (services.py's `Services`, `Features`): each field is the service
+        registered under the type its annotation names; an `X | None` field is None when
+        none is; `given` fills the fields no type names (a clock)."""
+        self.build_all()
         by_name: dict[str, list[type[Any]]] = {}
         for kind in self._services:
             by_name.setdefault(kind.__name__, []).append(kind)
-        values: dict[str, object] = {}
+        values: dict[str, object] = dict(given)
         for field in fields(cast(Any, cls)):
+            if field.name in given:
+                continue
             annotation = field.type if isinstance(field.type, str) else field.type.__name__
             name = annotation.removesuffix(" | None")
             kinds = by_name.get(name, [])
@@ -70,6 +109,21 @@ class Registry:
             values[field.name] = self._services[kinds[0]] if kinds else None
         build: Callable[..., V] = cls
         return build(**values)
+
+
+@dataclass(frozen=True, slots=True)
+class Core:
+    """What compose.py builds before any part, for all of them: the settings, the wall
+    clock (tests move it), storage, the secret box, the app's own rows, the event bus and
+    what the pipe last said of each connection."""
+
+    settings: "Settings"
+    clock: Callable[[], float]
+    db: "Database"
+    secrets: "SecretBox"
+    meta: "AppMetaStore"
+    bus: "EventBus"
+    live_state: "LiveState"
 
 
 @dataclass(frozen=True, slots=True)

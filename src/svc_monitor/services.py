@@ -1,7 +1,8 @@
 """The object graph `create_app` builds (api/dependencies.py hands it to routes).
 
-Two parts: `Services`, built by compose.py before the server listens: the core every
-request may need (storage, connections, health, settings, the licence and its gates,
+Two typed views over what the parts registered (parts.py): `Services`, built by compose.py
+from the core parts (core_parts.py) before the server listens: the core every request may
+need (storage, connections, health, settings, the licence and its gates,
 webhooks, INFO history and live state); and `Features`, a typed view over the registry
 features.py fills from the domains' parts (parts.py, each domain's part.py): what
 watches the instances (the pipe, its consumers and sources: watching.py), the feature

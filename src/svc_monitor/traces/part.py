@@ -1,11 +1,19 @@
-"""The AI Traces view's part: its routes and span retention (the service is core: the
-OTLP receiver stores spans before the features load)."""
+"""The AI Traces parts: the service (core: the OTLP receiver stores spans before the
+features load); and, with the features, its view's routes and span retention."""
 
-from svc_monitor.parts import Part, Registry
+from svc_monitor.parts import Core, Part, Registry
 from svc_monitor.traces.api import router
-from svc_monitor.traces.store import HISTORY_TABLES
+from svc_monitor.traces.service import TraceService
+from svc_monitor.traces.store import HISTORY_TABLES, TraceStore
 
 
 def part(registry: Registry) -> Part:
+    core = registry.get(Core)
+    traces = registry.add(TraceService, TraceService(TraceStore(core.db), core.settings))
+    # spans of exports still being written, before storage closes
+    return Part(name="traces", stop=traces.flush)
+
+
+def feature(registry: Registry) -> Part:
     # spans: as fast-growing as the samples
-    return Part(name="traces", routers=(router,), sample_tables=HISTORY_TABLES)
+    return Part(name="traces view", routers=(router,), sample_tables=HISTORY_TABLES)
