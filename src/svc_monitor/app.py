@@ -104,6 +104,30 @@ def create_app(
     except SqliteFileInUse as exc:
         raise StartupError(str(exc)) from None
 
+    lifespan = _lifespan(
+        services,
+        core,
+        embedded_valkey_port=embedded_valkey_port,
+        features_in_background=features_in_background,
+        with_ui=not ui_on_demand,
+        freeze_heap=freeze_heap,
+    )
+    return _app(lifespan, services, core, ui_on_demand=ui_on_demand)
+
+
+def _lifespan(
+    services: Services,
+    core: tuple[Part, ...],
+    *,
+    embedded_valkey_port: int | None,
+    features_in_background: bool,
+    with_ui: bool,
+    freeze_heap: bool,
+) -> Callable[[FastAPI], contextlib.AbstractAsyncContextManager[None]]:
+    """Start: storage and the checks, the core parts' tasks, then the features (awaited
+    before the first request, or in the background for the command line). Stop: the
+    tasks cancelled, then `_stop`."""
+
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         try:
@@ -118,7 +142,7 @@ def create_app(
                 app,
                 services,
                 in_thread=features_in_background,
-                with_ui=not ui_on_demand,
+                with_ui=with_ui,
                 freeze_heap=freeze_heap,
             ),
             name="install-features",
@@ -126,6 +150,7 @@ def create_app(
         background.append(features)
         if not features_in_background:
             await features
+        mcp: McpEndpoint = app.state.mcp
         try:
             async with mcp.running():
                 yield
@@ -135,6 +160,18 @@ def create_app(
             await asyncio.gather(*background, return_exceptions=True)
             await _stop(app, services, core)
 
+    return lifespan
+
+
+def _app(
+    lifespan: Callable[[FastAPI], contextlib.AbstractAsyncContextManager[None]],
+    services: Services,
+    core: tuple[Part, ...],
+    *,
+    ui_on_demand: bool,
+) -> FastAPI:
+    """The app, its state, middleware and core routes: the core parts' routers, then the
+    docs, the MCP endpoint, the static files and the catch-alls."""
     app = FastAPI(
         title="svc-monitor",
         version=__version__,
@@ -149,15 +186,6 @@ def create_app(
         # first: auth/roles.py says who may call it.
         dependencies=[Depends(authorize)],
     )
-    mcp = _mount(app, services, core, ui_on_demand=ui_on_demand)
-    return app
-
-
-def _mount(
-    app: FastAPI, services: Services, core: tuple[Part, ...], *, ui_on_demand: bool
-) -> McpEndpoint:
-    """The app's state, middleware and core routes (the parts' before the MCP endpoint,
-    the docs, the static files and the catch-alls); returns the MCP endpoint."""
     app.state.services = services
     app.state.features = None
     app.state.feature_tasks = []
@@ -172,7 +200,7 @@ def _mount(
     _include_routers(app, core)
     mount_docs(app)
     # The MCP endpoint: its tools call this app's own routes with the caller's token.
-    mcp = McpEndpoint(app)
+    app.state.mcp = mcp = McpEndpoint(app)
     app.router.routes.append(Route(MCP_PATH, mcp, methods=["GET", "POST", "DELETE"]))
     install_openapi(app)
     mount_static(app)
@@ -188,7 +216,7 @@ def _mount(
         methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
         include_in_schema=False,
     )
-    return mcp
+    return app
 
 
 def _include_routers(app: FastAPI, parts: Sequence[Part]) -> None:
