@@ -188,6 +188,7 @@ def _app(
     )
     app.state.services = services
     app.state.features = None
+    app.state.registry = None
     app.state.feature_tasks = []
     app.state.parts = ()
     app.state.heap_freezer = None
@@ -279,7 +280,7 @@ async def _install_features(
         if in_thread
         else importlib.import_module(name)
     )
-    features, parts = module.build_features(services)
+    features, registry, parts = module.build_features(services)
     if services.db.kind is StorageType.MEMORY:
         await services.db.migrate()  # their tables registered on import: create them
     catch_alls = _take_catch_alls(app)
@@ -287,6 +288,7 @@ async def _install_features(
     app.router.routes.extend(catch_alls)  # still last, after the feature routes
     app.openapi_schema = None
     app.state.features = features
+    app.state.registry = registry
     app.state.parts = parts
     if with_ui:
         _install_ui(app)

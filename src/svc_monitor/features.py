@@ -61,11 +61,12 @@ PARTS: tuple[Callable[[Registry], Part], ...] = (
 )
 
 
-def build_features(services: Services) -> tuple[Features, tuple[Part, ...]]:
+def build_features(services: Services) -> tuple[Features, Registry, tuple[Part, ...]]:
     """The feature parts over the core services, in order; then the pipe over their
     consumers, the sources with their polls (watching.py), the history retention over
     their tables and the Prometheus registry over their collectors. Returns the typed
-    view the routes read and every part: the sources' first, then retention's."""
+    view the routes read, the registry, and every part: the sources' first, then
+    retention's."""
     registry = Registry()
     registry.add(Services, services)
     parts = [build(registry) for build in PARTS]
@@ -74,7 +75,7 @@ def build_features(services: Services) -> tuple[Features, tuple[Part, ...]]:
     everything = (sources, *parts)
     retention = _retention(registry, everything)
     prometheus = _prometheus(registry, everything)
-    return registry.view(Features), (sources, retention, *parts, prometheus)
+    return registry.view(Features), registry, (sources, retention, *parts, prometheus)
 
 
 def _retention(registry: Registry, parts: Sequence[Part]) -> Part:

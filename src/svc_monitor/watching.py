@@ -90,7 +90,6 @@ def build_sources(registry: Registry, parts: Sequence[Part]) -> Part:
     registry.add(PollSupervisor, supervisor)
     registry.add(MetricsReceiver, receiver)
     registry.add(Watched, Watched(supervisor.polled_connections, receiver.push_connections))
-    services.replicas.count_polled = lambda: len(supervisor.polled_connections())
     return Part(
         name="watching",
         # What watches the instances: every poll of every connection, and the push

@@ -50,6 +50,8 @@ def part(registry: Registry) -> Part:
 
 def feature(registry: Registry) -> Part:
     replicas = registry.get(Services).replicas
+    # Its heartbeat row says how many connections it polls (the sources are built next).
+    replicas.count_polled = lambda: len(registry.get(Watched).polled())
 
     def collectors() -> list[ReplicaCollector]:
         watched = registry.get(Watched)
