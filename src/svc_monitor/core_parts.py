@@ -18,6 +18,7 @@ from svc_monitor.traces import part as traces
 from svc_monitor.webhooks import part as webhooks
 
 CORE_PARTS: tuple[Callable[[Registry], Part], ...] = (
+    system.routes,
     licensing.part,
     auth.part,
     licensing.telemetry,

@@ -2,9 +2,10 @@
 with the features, their Prometheus family, with this replica's count of polled
 connections."""
 
+from typing import TYPE_CHECKING
+
 from svc_monitor.config import StorageType
 from svc_monitor.parts import Core, Part, Registry, Task, Watched
-from svc_monitor.prometheus.families.replica import ReplicaCollector
 from svc_monitor.replicas.api import router
 from svc_monitor.replicas.change_feed import ChangeFeed
 from svc_monitor.replicas.lease_store import LeaseStore
@@ -13,6 +14,9 @@ from svc_monitor.replicas.ownership import LeasedOwnership, SoleOwnership
 from svc_monitor.replicas.service import ReplicaRegistry
 from svc_monitor.replicas.store import ReplicaStore
 from svc_monitor.services import Services
+
+if TYPE_CHECKING:
+    from svc_monitor.prometheus.families.replica import ReplicaCollector
 
 
 def part(registry: Registry) -> Part:
@@ -53,7 +57,10 @@ def feature(registry: Registry) -> Part:
     # Its heartbeat row says how many connections it polls (the sources are built next).
     replicas.count_polled = lambda: len(registry.get(Watched).polled())
 
-    def collectors() -> list[ReplicaCollector]:
+    def collectors() -> "list[ReplicaCollector]":
+        # Imported with the features, as the other families are.
+        from svc_monitor.prometheus.families.replica import ReplicaCollector
+
         watched = registry.get(Watched)
         return [ReplicaCollector(replicas, lambda: len(watched.polled()))]
 

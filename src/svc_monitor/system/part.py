@@ -1,5 +1,5 @@
-"""The system part: /health and /version (at the root and under /api), the version
-check, and every engine detected once at start-up."""
+"""The system parts: /health and /version (at the root and under /api); and the health
+and version services, the version check, and every engine detected once at start-up."""
 
 import asyncio
 
@@ -9,6 +9,12 @@ from svc_monitor.parts import Core, Part, Registry, Task
 from svc_monitor.system.api import router
 from svc_monitor.system.service import HealthService
 from svc_monitor.system.version_check import VersionService
+
+
+def routes(registry: Registry) -> Part:
+    """Listed first: routes match in the order they were included, and /health is what
+    a load balancer (and the start-up bench) asks first, before any other route is."""
+    return Part(name="system routes", routers=(router,), root_routers=(router,))
 
 
 def part(registry: Registry) -> Part:
@@ -31,8 +37,6 @@ def part(registry: Registry) -> Part:
 
     return Part(
         name="system",
-        routers=(router,),
-        root_routers=(router,),
         tasks=(
             Task("version-check", lambda: registry.get(VersionService).run()),
             Task("first-check", first_check),

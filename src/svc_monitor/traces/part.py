@@ -2,7 +2,6 @@
 features load); and, with the features, its view's routes and span retention."""
 
 from svc_monitor.parts import Core, Part, Registry
-from svc_monitor.traces.api import router
 from svc_monitor.traces.service import TraceService
 from svc_monitor.traces.store import HISTORY_TABLES, TraceStore
 
@@ -15,5 +14,8 @@ def part(registry: Registry) -> Part:
 
 
 def feature(registry: Registry) -> Part:
+    # Imported with the features: building its routes stays off the path to a first answer.
+    from svc_monitor.traces.api import router
+
     # spans: as fast-growing as the samples
     return Part(name="traces view", routers=(router,), sample_tables=HISTORY_TABLES)
