@@ -6,11 +6,14 @@ A domain (a package such as `webhooks` or `console.monitor`) keeps its store, it
 and its helpers to itself; another package may import only its `service`, `models` and
 `schemas` (modules, or packages of that name, at any depth: `auth.broker.service`), and a
 route (an `api`, `*_api` or `web` module) also its `dependencies`. The composition roots,
-which build every store and service, are exempt.
+which build every store and service, are exempt, and so are the modules named in
+`composition` at any depth (a domain's `part.py`: the fragment of the composition that
+builds that domain, parts.py).
 
 Routes only: a web framework is imported by the routes (and the composition roots that
 mount them), never below them: services, stores, models, the pipe and the infrastructure
-stay plain Python that a test or another process can use without an app.
+stay plain Python that a test or another process can use without an app. The
+`composition` modules (a domain's `part.py`, which hands over its routers) are exempt too.
 
 Configured in pyproject.toml and run by `make lint` (lint-imports).
 """
@@ -47,6 +50,7 @@ class DomainBoundaries(Contract):
     route_public = fields.ListField(subfield=fields.StringField(), required=False)
     routes = fields.ListField(subfield=fields.StringField(), required=False)
     exempt = fields.ListField(subfield=fields.StringField(), required=False)
+    composition = fields.ListField(subfield=fields.StringField(), required=False)
 
     def check(self, graph: grimp.ImportGraph, verbose: bool) -> ContractCheck:
         root = _strings(self.session_options["root_packages"])[0]
@@ -54,7 +58,7 @@ class DomainBoundaries(Contract):
         exempt = {f"{root}.{m}" for m in _strings(self.exempt)}
         reaches = []
         for importer in sorted(graph.modules):
-            if _within(importer, exempt):
+            if _within(importer, exempt) or _composes(importer, _strings(self.composition)):
                 continue
             own = _domain_of(importer, domains)
             for imported in graph.find_modules_directly_imported_by(importer):
@@ -100,6 +104,11 @@ def _domain_of(module: str, domains: list[str]) -> str | None:
     return next((d for d in domains if module == d or module.startswith(d + ".")), None)
 
 
+def _composes(module: str, names: list[str]) -> bool:
+    """A composition fragment: a module whose own name is one of `names` (`x.y.part`)."""
+    return module.rsplit(".", 1)[-1] in names
+
+
 def _within(module: str, packages: set[str]) -> bool:
     return any(module == p or module.startswith(p + ".") for p in packages)
 
@@ -110,15 +119,19 @@ class RoutesOnly(Contract):
     packages = fields.ListField(subfield=fields.StringField())
     routes = fields.ListField(subfield=fields.StringField())
     exempt = fields.ListField(subfield=fields.StringField(), required=False)
+    composition = fields.ListField(subfield=fields.StringField(), required=False)
 
     def check(self, graph: grimp.ImportGraph, verbose: bool) -> ContractCheck:
         root = _strings(self.session_options["root_packages"])[0]
         exempt = {f"{root}.{m}" for m in _strings(self.exempt)}
+        composition = _strings(self.composition)
         routes = tuple(_strings(self.routes))
         reaches = []
         for package in _strings(self.packages):
             for importer in sorted(graph.find_modules_that_directly_import(package)):
                 if not importer.startswith(root + ".") or _within(importer, exempt):
+                    continue
+                if _composes(importer, composition):
                     continue
                 if is_route(importer, routes):
                     continue

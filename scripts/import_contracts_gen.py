@@ -43,7 +43,8 @@ LAYER_WORDS: dict[str, tuple[str, str]] = {
     "app": ("the app", "`create_app`: the object graph's routers mounted, its lifespan"),
     "compose": (
         "composition roots",
-        "the object graph: the core services, the feature domains, what watches the instances",
+        "the object graph: the core services and the core parts' list, the feature parts' "
+        "list, what watches the instances (each domain's `part.py` is composition too)",
     ),
     "web": (
         "web and MCP",
@@ -55,7 +56,11 @@ LAYER_WORDS: dict[str, tuple[str, str]] = {
         "what feeds the pipe (the polls, the OTLP receiver `otlp/ingest/`), and what carries "
         "it out (the scrape, the OTLP export `otlp/export/`)",
     ),
-    "api": ("route glue", "error responses, shared query parameters, the object graph's types"),
+    "api": (
+        "route glue",
+        "error responses, shared query parameters, the object graph's types, the `Part` and "
+        "its registry",
+    ),
     "pipe": (
         "the pipe",
         "Observation, facts, live state and its read-only view, health, pressure, poll "

@@ -16,7 +16,7 @@ import gc
 import importlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from types import ModuleType
 
 from fastapi import Depends, FastAPI, Request
@@ -26,29 +26,19 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from svc_monitor import __version__
 from svc_monitor.api.error_responses import error_body, install_error_handlers
-from svc_monitor.auth.api import router as auth_router
-from svc_monitor.auth.broker.api import router as broker_router
 from svc_monitor.auth.dependencies.access import PageRefused, authorize, install_access
-from svc_monitor.compose import build_services
+from svc_monitor.compose import build_services, stop_order
 from svc_monitor.config import Settings, StorageType
-from svc_monitor.connections.api import router as connections_router
 from svc_monitor.event_types.docs import event_table, payload_notes
-from svc_monitor.info_history.api import router as metrics_router
 from svc_monitor.kit.heap_freeze import HeapFreezer
 from svc_monitor.kit.secret_box import SecretUndecryptable
-from svc_monitor.licensing.api import router as license_router
 from svc_monitor.mcp.http import MCP_PATH, McpEndpoint
-from svc_monitor.otlp.ingest.api import router as otlp_ingest_router
-from svc_monitor.otlp.ingest.collector_config_api import router as otlp_config_router
-from svc_monitor.replicas.api import router as replicas_router
-from svc_monitor.runtime_settings.api import router as settings_router
-from svc_monitor.services import Features, Services
+from svc_monitor.parts import Part
+from svc_monitor.services import Services
 from svc_monitor.storage.sqlite_lock import SqliteFileInUse
-from svc_monitor.system.api import router as system_router
 from svc_monitor.web.assets import mount_static, plain_page, refused_page
 from svc_monitor.web.docs import mount_docs
 from svc_monitor.web.openapi import install_openapi, openapi_tags, operation_id
-from svc_monitor.webhooks.api import router as webhooks_router
 
 logger = logging.getLogger(__name__)
 
@@ -110,42 +100,49 @@ def create_app(
     tests, which build many apps in one process and would never free the frozen ones.
     """
     try:
-        services = build_services(settings, clock=clock)
+        services, core = build_services(settings, clock=clock)
     except SqliteFileInUse as exc:
         raise StartupError(str(exc)) from None
+
+    lifespan = _lifespan(
+        services,
+        core,
+        embedded_valkey_port=embedded_valkey_port,
+        features_in_background=features_in_background,
+        with_ui=not ui_on_demand,
+        freeze_heap=freeze_heap,
+    )
+    return _app(lifespan, services, core, ui_on_demand=ui_on_demand)
+
+
+def _lifespan(
+    services: Services,
+    core: tuple[Part, ...],
+    *,
+    embedded_valkey_port: int | None,
+    features_in_background: bool,
+    with_ui: bool,
+    freeze_heap: bool,
+) -> Callable[[FastAPI], contextlib.AbstractAsyncContextManager[None]]:
+    """Start: storage and the checks, the core parts' tasks, then the features (awaited
+    before the first request, or in the background for the command line). Stop: the
+    tasks cancelled, then `_stop`."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         try:
             await _start(services, embedded_valkey_port=embedded_valkey_port)
         except BaseException:
-            await _stop(app, services)
+            await _stop(app, services, core)
             raise
-        background = [
-            asyncio.create_task(services.license.run(), name="licence-checks"),
-            asyncio.create_task(services.auth.run_housekeeping(), name="workspace-housekeeping"),
-            asyncio.create_task(services.auth.revocations.run_sync(), name="session-revocations"),
-            asyncio.create_task(services.telemetry.run(), name="usage-telemetry"),
-            asyncio.create_task(services.versions.run(), name="version-check"),
-            asyncio.create_task(_check_connections(services), name="first-check"),
-            asyncio.create_task(services.info_history.run_rollups(), name="history-rollups"),
-            asyncio.create_task(services.webhook_worker.run(), name="webhook-deliveries"),
-            asyncio.create_task(services.webhook_dispatcher.run(), name="webhook-dispatch"),
-            asyncio.create_task(services.replicas.run(), name="replica-heartbeat"),
-            asyncio.create_task(services.ownership.run(), name="connection-leases"),
-            asyncio.create_task(services.changes.run(), name="change-feed"),
-            asyncio.create_task(services.shared_alerts.run(), name="alert-states"),
-        ]
-        if services.event_exporter is not None:
-            background.append(
-                asyncio.create_task(services.event_exporter.run(), name="otlp-event-export")
-            )
+        background: list[asyncio.Task[None]] = []
+        await _start_parts(core, background)
         features = asyncio.create_task(
             _install_features(
                 app,
                 services,
                 in_thread=features_in_background,
-                with_ui=not ui_on_demand,
+                with_ui=with_ui,
                 freeze_heap=freeze_heap,
             ),
             name="install-features",
@@ -153,6 +150,7 @@ def create_app(
         background.append(features)
         if not features_in_background:
             await features
+        mcp: McpEndpoint = app.state.mcp
         try:
             async with mcp.running():
                 yield
@@ -160,8 +158,20 @@ def create_app(
             for task in background:
                 task.cancel()
             await asyncio.gather(*background, return_exceptions=True)
-            await _stop(app, services)
+            await _stop(app, services, core)
 
+    return lifespan
+
+
+def _app(
+    lifespan: Callable[[FastAPI], contextlib.AbstractAsyncContextManager[None]],
+    services: Services,
+    core: tuple[Part, ...],
+    *,
+    ui_on_demand: bool,
+) -> FastAPI:
+    """The app, its state, middleware and core routes: the core parts' routers, then the
+    docs, the MCP endpoint, the static files and the catch-alls."""
     app = FastAPI(
         title="svc-monitor",
         version=__version__,
@@ -178,7 +188,9 @@ def create_app(
     )
     app.state.services = services
     app.state.features = None
+    app.state.registry = None
     app.state.feature_tasks = []
+    app.state.parts = ()
     app.state.heap_freezer = None
     app.state.ui_installed = False
     if ui_on_demand:
@@ -186,21 +198,10 @@ def create_app(
     install_access(app)
     install_error_handlers(app)  # last: its ErrorPolicy is the outermost middleware
     app.add_exception_handler(PageRefused, _page_refused)
-    app.include_router(system_router)  # /health and /version at the root,
-    app.include_router(system_router, prefix="/api")  # and under /api like everything else
-    app.include_router(auth_router, prefix="/api")
-    app.include_router(broker_router, prefix="/api")
-    app.include_router(connections_router, prefix="/api")
-    app.include_router(settings_router, prefix="/api")
-    app.include_router(metrics_router, prefix="/api")
-    app.include_router(license_router, prefix="/api")
-    app.include_router(webhooks_router, prefix="/api")
-    app.include_router(replicas_router, prefix="/api")
-    app.include_router(otlp_ingest_router)  # /v1/traces and /v1/external/metrics, at the root
-    app.include_router(otlp_config_router, prefix="/api")
+    _include_routers(app, core)
     mount_docs(app)
     # The MCP endpoint: its tools call this app's own routes with the caller's token.
-    mcp = McpEndpoint(app)
+    app.state.mcp = mcp = McpEndpoint(app)
     app.router.routes.append(Route(MCP_PATH, mcp, methods=["GET", "POST", "DELETE"]))
     install_openapi(app)
     mount_static(app)
@@ -217,6 +218,23 @@ def create_app(
         include_in_schema=False,
     )
     return app
+
+
+def _include_routers(app: FastAPI, parts: Sequence[Part]) -> None:
+    """The parts' routers, in part order: each one's under /api, then its root ones."""
+    for part in parts:
+        for router in part.routers:
+            app.include_router(router, prefix="/api")
+        for router in part.root_routers:
+            app.include_router(router)
+
+
+async def _start_parts(parts: Sequence[Part], tasks: list[asyncio.Task[None]]) -> None:
+    """The parts' tasks, started in part order; a part's start hook is awaited first."""
+    for part in parts:
+        if part.start is not None:
+            await part.start()
+        tasks.extend(asyncio.create_task(task.run(), name=task.name) for task in part.tasks)
 
 
 async def _page_refused(_: Request, exc: Exception) -> Response:
@@ -262,42 +280,19 @@ async def _install_features(
         if in_thread
         else importlib.import_module(name)
     )
-    features = module.build_features(services)
+    features, registry, parts = module.build_features(services)
     if services.db.kind is StorageType.MEMORY:
         await services.db.migrate()  # their tables registered on import: create them
     catch_alls = _take_catch_alls(app)
-    for router in module.ROUTERS:
-        app.include_router(router, prefix="/api")
+    _include_routers(app, parts)
     app.router.routes.extend(catch_alls)  # still last, after the feature routes
     app.openapi_schema = None
     app.state.features = features
-    supervisor = features.supervisor
-    services.replicas.count_polled = lambda: len(supervisor.polled_connections())
+    app.state.registry = registry
+    app.state.parts = parts
     if with_ui:
         _install_ui(app)
-    tasks = app.state.feature_tasks
-    # What watches the instances: every poll of every connection, and the push receiver's
-    # registry refresh and staleness sweep.
-    tasks.append(asyncio.create_task(features.supervisor.run(), name="poll-supervisor"))
-    tasks.append(asyncio.create_task(features.metrics_receiver.run(), name="otlp-metrics-receiver"))
-    # A settings row from before the window was a setting takes the environment's, once.
-    await services.runtime_settings.seed_retention()
-    app.state.feature_tasks.append(asyncio.create_task(features.retention.run(), name="retention"))
-    # Marks captures a dead process left running as failed; cancelled at shutdown, it stops
-    # the running ones (their rows say "stopped") before storage closes.
-    app.state.feature_tasks.append(asyncio.create_task(features.monitor.run(), name="monitor"))
-    app.state.feature_tasks.append(asyncio.create_task(features.cve.run(), name="cve-scans"))
-    # metric_forecast.limit alerts and the forecast gauge's projections, every 60 s
-    app.state.feature_tasks.append(
-        asyncio.create_task(features.forecast.run(), name="forecast-alerts")
-    )
-    # anomaly groups stored and published, the svc_anomaly_* summary rebuilt
-    app.state.feature_tasks.append(asyncio.create_task(features.anomaly.run(), name="anomaly"))
-    if features.metrics_exporter is not None:
-        # The registry over OTLP; its first push is one interval after this start.
-        app.state.feature_tasks.append(
-            asyncio.create_task(features.metrics_exporter.run(), name="otlp-metrics-export")
-        )
+    await _start_parts(parts, app.state.feature_tasks)
     if freeze_heap:
         # Frozen now and again after each change of the polled connections (kit/heap_freeze.py).
         freezer = HeapFreezer()
@@ -354,33 +349,25 @@ def _take_catch_alls(app: FastAPI) -> list[BaseRoute]:
     return routes
 
 
-async def _stop(app: FastAPI, services: Services) -> None:
+async def _stop(app: FastAPI, services: Services, core: tuple[Part, ...]) -> None:
+    """The feature parts' stop requests (the poll supervisor's, before the cancel: see
+    PollLoop.stop), their tasks cancelled, their stop hooks in reverse part order (a part
+    stops before those it was built on); then the core parts' in STOP_ORDER
+    (core_parts.py); storage closes last."""
     freezer: HeapFreezer | None = app.state.heap_freezer
     if freezer is not None:
         freezer.stop()
-    features: Features | None = app.state.features
-    if features is not None:
-        features.supervisor.request_stop()  # before the cancel: see PollLoop.stop
+    parts: tuple[Part, ...] = app.state.parts
+    for part in parts:
+        if part.stop_request is not None:
+            part.stop_request()
     tasks: list[asyncio.Task[None]] = app.state.feature_tasks
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
-    if features is not None:
-        await features.cluster.close()
-        try:  # what the next holder of each connection carries on from
-            await features.anomaly.save_baselines(everything=True)
-        except Exception as exc:
-            logger.warning("anomaly baselines not saved at stop: %s", exc)
-    await services.health.close()  # probes of hung servers, before their clients close
-    await services.live_connections.close()
-    if services.otlp_transport is not None:
-        await services.otlp_transport.close()
-    await services.traces.flush()  # spans of exports still being written, before storage closes
-    # Polling has stopped: the others take our connections on their next heartbeat, and see
-    # a clean stop at once, not on timeout.
-    await services.shared_alerts.flush()  # before the next holder reads them
-    await services.ownership.release()
-    await services.replicas.leave()
+    for part in (*reversed(parts), *stop_order(core)):
+        if part.stop is not None:
+            await part.stop()
     await services.db.close()
 
 
@@ -392,17 +379,6 @@ async def _start(services: Services, *, embedded_valkey_port: int | None) -> Non
         logger.warning("ENCRYPTION_KEY is not set: connection passwords are stored in plain text")
     await _check_encryption_key(services)
     await services.connections.start(embedded_port=embedded_valkey_port)
-
-
-async def _check_connections(services: Services) -> None:
-    """Detect every engine once at startup, so the first /health and the connection list
-    answer with engine facts at once; a slow or dead instance only delays its own entry."""
-    connections = [
-        c for c in await services.connections.list() if not c.secret_error and not c.pushed
-    ]
-    await asyncio.gather(
-        *(services.connections.check(c) for c in connections), return_exceptions=True
-    )
 
 
 async def _check_encryption_key(services: Services) -> None:
@@ -430,7 +406,7 @@ async def preflight(settings: Settings) -> None:
     if settings.STORAGE_TYPE is StorageType.MEMORY:
         return
     try:
-        services = build_services(settings)
+        services, _ = build_services(settings)
     except SqliteFileInUse as exc:
         raise StartupError(str(exc)) from None
     try:

@@ -1,261 +1,135 @@
-"""The feature domains, composed: their services, poll kinds and routers, what watches the
-instances (watching.py), and the Prometheus registry over them and the core.
+"""The feature domains, composed from their parts (each domain's part.py, parts.py), what
+watches the instances (watching.py), and the Prometheus registry over them and the core.
 
 Imported on its own (off the event loop by the command line, see app.py), because
 building these routes and schemas is most of the service's import time.
 """
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
 
-from fastapi import APIRouter
-
-from svc_monitor.anomaly import store as anomaly_store
-from svc_monitor.anomaly.api import router as anomaly_router
-from svc_monitor.audit import store as audit_store
-from svc_monitor.audit.api import router as audit_router
-from svc_monitor.audit.service import AuditService
-from svc_monitor.client_analytics import store as client_analytics_store
-from svc_monitor.client_analytics.api import router as client_analytics_router
-from svc_monitor.client_analytics.service import ClientAnalyticsService
-from svc_monitor.cluster.api import live_router as cluster_live_router, router as cluster_router
-from svc_monitor.cluster.service import ClusterService
-from svc_monitor.commandstats import store as commandstats_store
-from svc_monitor.commandstats.api import router as commandstats_router
+from svc_monitor import watching
+from svc_monitor.anomaly import part as anomaly
+from svc_monitor.audit import part as audit
+from svc_monitor.client_analytics import part as client_analytics
+from svc_monitor.cluster import part as cluster
+from svc_monitor.commandstats import part as commandstats
 from svc_monitor.config import StorageType
-from svc_monitor.connections.models import Connection
-from svc_monitor.console.cli.api import router as cli_router
-from svc_monitor.console.cli.service import CliService
-from svc_monitor.console.monitor import store as monitor_store
-from svc_monitor.console.monitor.api import router as monitor_router
-from svc_monitor.console.monitor.service import MonitorService
-from svc_monitor.cve.api import router as cve_router
-from svc_monitor.detection.config_watch import ConfigWatch
-from svc_monitor.forecast import store as forecast_store
-from svc_monitor.forecast.api import router as forecast_router
-from svc_monitor.forecast.service import ForecastService
-from svc_monitor.info_history import store as info_history_store
-from svc_monitor.key_analytics import store as key_analytics_store
-from svc_monitor.key_analytics.api import router as key_analytics_router
-from svc_monitor.key_analytics.service import KeyAnalyticsService
-from svc_monitor.latency_analytics import store as latency_store
-from svc_monitor.latency_analytics.api import router as latency_router
-from svc_monitor.latency_analytics.service import LatencyAnalyticsService
-from svc_monitor.licensing.models import Feature
-from svc_monitor.live.api import router as live_router
-from svc_monitor.live.service import LiveService, ObservedElsewhere
-from svc_monitor.polling.audit_poll import AuditPoller
-from svc_monitor.polling.clients_poll import ClientsPoller
-from svc_monitor.polling.cluster_poll import ClusterPoller
-from svc_monitor.polling.commandstats_poll import CommandstatsPoller
-from svc_monitor.polling.config_watch_poll import config_watch_kind, config_watch_rider
-from svc_monitor.polling.info_rides import InfoRides
-from svc_monitor.polling.key_analytics_poll import KeyAnalyticsPoller
-from svc_monitor.polling.latency_poll import LatencyPoller
-from svc_monitor.polling.log_polls import LogPoller
-from svc_monitor.polling.size_log_gate import SizeLogGate
+from svc_monitor.console.cli import part as cli
+from svc_monitor.console.monitor import part as monitor
+from svc_monitor.cve import part as cve
+from svc_monitor.detection import part as detection
+from svc_monitor.forecast import part as forecast
+from svc_monitor.info_history import part as info_history
+from svc_monitor.key_analytics import part as key_analytics
+from svc_monitor.latency_analytics import part as latency_analytics
+from svc_monitor.live import part as live
+from svc_monitor.parts import Part, Registry, Task, Watched
+from svc_monitor.pipe.pipe import Pipe
 from svc_monitor.prometheus.api import router as prometheus_router
-from svc_monitor.prometheus.families.anomaly import AnomalyCollector
-from svc_monitor.prometheus.families.cve import CveCollector
-from svc_monitor.prometheus.families.forecast import ForecastCollector
-from svc_monitor.prometheus.families.key_analytics import KeyAnalyticsCollector
-from svc_monitor.prometheus.families.replica import ReplicaCollector
 from svc_monitor.prometheus.service import PrometheusService
+from svc_monitor.replicas import part as replicas
 from svc_monitor.services import Features, Services
-from svc_monitor.slowlog import store as slowlog_store
-from svc_monitor.slowlog.api import router as slowlog_router
-from svc_monitor.slowlog.service import SlowlogService
+from svc_monitor.slowlog import part as slowlog
 from svc_monitor.storage.retention import MEMORY_ROW_CAP, HistoryRetention
-from svc_monitor.traces import store as traces_store
-from svc_monitor.traces.api import router as traces_router
-from svc_monitor.watching import Consumers, Sources, build_consumers, build_pipe, build_sources
-from svc_monitor.webhooks import store as webhook_store
+from svc_monitor.traces import part as traces
+from svc_monitor.webhooks import part as webhooks
 
-if TYPE_CHECKING:
-    from svc_monitor.otlp.export.metrics import MetricsExporter
-
-ROUTERS: tuple[APIRouter, ...] = (
-    slowlog_router,
-    audit_router,
-    client_analytics_router,
-    live_router,
-    cluster_live_router,
-    commandstats_router,
-    latency_router,
-    cluster_router,
-    cli_router,
-    monitor_router,
-    prometheus_router,
-    traces_router,
-    forecast_router,
-    cve_router,
-    key_analytics_router,
-    anomaly_router,
+# In pipe order (the consumers), poll and INFO rider order, and the order their tasks
+# start; their stop hooks run in the reverse order (app.py).
+PARTS: tuple[Callable[[Registry], Part], ...] = (
+    slowlog.part,
+    audit.part,
+    client_analytics.part,
+    live.part,
+    detection.readings,
+    detection.cluster_state,
+    commandstats.part,
+    latency_analytics.part,
+    detection.command_latency,
+    cli.part,
+    monitor.part,
+    cve.part,
+    forecast.part,
+    anomaly.part,
+    cluster.part,
+    detection.config_watch,
+    key_analytics.part,
+    traces.feature,
+    webhooks.feature,
+    replicas.feature,
+    info_history.feature,
 )
 
 
-def build_features(services: Services) -> Features:
-    """The feature services over the core ones, what watches the instances (watching.py:
-    the pipe, its consumers, the polls with the feature domains' kinds and the OTLP
-    receiver), and the Prometheus registry over everything (its collectors listed once,
-    in scrape order)."""
-    db, connections, live_state = services.db, services.connections, services.live_state
-    bus, settings = services.bus, services.settings
-    consumers = build_consumers(services)
-    pipe = build_pipe(services, consumers)
-    slowlog = SlowlogService(slowlog_store.SlowlogStore(db), connections)
-    audit = AuditService(audit_store.AuditStore(db), bus)
-    client_analytics = ClientAnalyticsService(client_analytics_store.ClientSnapshotStore(db))
-    latency_analytics = LatencyAnalyticsService(latency_store.LatencyStore(db))
-    cluster = ClusterService(connections, live_state)
-    forecast = ForecastService(
-        forecast_store.ForecastStore(db), services.info_history, connections, settings, bus
-    )
-    key_analytics = KeyAnalyticsService(
-        key_analytics_store.KeyAnalyticsStore(db), connections, live_state, settings
-    )
-    commandstats_poller = CommandstatsPoller(pipe, settings)
-    config_watch = ConfigWatch(bus, live_state)
-    # INFO commandstats read along with INFO where the engine allows it (info_rides.py).
-    rides = InfoRides(
-        [commandstats_poller.rider(), config_watch_rider(config_watch, pipe, settings)]
-    )
-    sources = build_sources(
-        services,
-        pipe,
-        consumers,
-        rides=rides,
-        kinds=[
-            *LogPoller(
-                slowlog,
-                pipe=pipe,
-                live_state=live_state,
-                gate=SizeLogGate(
-                    live_state,
-                    parameter=config_watch.parameter,
-                    resets=slowlog.commandlog_resets,
-                ),
-            ).kinds(),
-            AuditPoller(audit, pipe=pipe).kind(),
-            ClientsPoller(client_analytics, pipe=pipe, live_state=live_state).kind(),
-            commandstats_poller.kind(rides),
-            LatencyPoller(latency_analytics, pipe=pipe).kind(),
-            ClusterPoller(cluster, pipe).kind(),
-            config_watch_kind(config_watch, pipe, rides),
-            KeyAnalyticsPoller(
-                key_analytics, allowed=lambda: services.license.allows(Feature.KEY_ANALYTICS)
-            ).kind(),
-        ],
-    )
-    prometheus = _prometheus(services, consumers, sources, forecast, key_analytics)
-    features = Features(
-        slowlog=slowlog,
-        audit=audit,
-        client_analytics=client_analytics,
-        live=LiveService(connections),
-        observed_elsewhere=ObservedElsewhere(connections, services.ownership.polled_elsewhere),
-        latency_analytics=latency_analytics,
-        cluster=cluster,
-        cli=CliService(settings, auth=services.auth, connections=connections),
-        monitor=MonitorService(monitor_store.MonitorStore(db), connections, settings),
-        forecast=forecast,
-        retention=_retention(services),
-        key_analytics=key_analytics,
-        commandstats=consumers.commandstats,
-        cve=consumers.cve,
-        anomaly=consumers.anomaly,
-        pipe=pipe,
-        instance_health=sources.health,
-        supervisor=sources.supervisor,
-        metrics_receiver=sources.metrics_receiver,
-        prometheus=prometheus,
-        metrics_exporter=_metrics_exporter(services, prometheus),
-    )
-    return features
+def build_features(services: Services) -> tuple[Features, Registry, tuple[Part, ...]]:
+    """The feature parts over the core services, in order; then the pipe over their
+    consumers, the sources with their polls (watching.py), the history retention over
+    their tables and the Prometheus registry over their collectors. Returns the typed
+    view the routes read, the registry, and every part: the sources' first, then
+    retention's."""
+    registry = Registry()
+    registry.add(Services, services)
+    parts = [build(registry) for build in PARTS]
+    registry.add(Pipe, watching.build_pipe(services, parts))
+    sources = watching.build_sources(registry, parts)
+    everything = (sources, *parts)
+    retention = _retention(registry, everything)
+    prometheus = _prometheus(registry, everything)
+    return registry.view(Features), registry, (sources, retention, *parts, prometheus)
 
 
-def _prometheus(
-    services: Services,
-    consumers: Consumers,
-    sources: Sources,
-    forecast: ForecastService,
-    key_analytics: KeyAnalyticsService,
-) -> PrometheusService:
+def _retention(registry: Registry, parts: Sequence[Part]) -> Part:
+    """Every history table; the fast-growing sample stores are also swept hourly."""
+    services = registry.get(Services)
+    sample_tables = tuple(t for p in parts for t in p.sample_tables)
+    retention = registry.add(
+        HistoryRetention,
+        HistoryRetention(
+            services.db,
+            [*sample_tables, *(t for p in parts for t in p.history_tables)],
+            sample_tables=sample_tables,
+            retention_days=services.runtime_settings.retention_days,
+            row_cap=MEMORY_ROW_CAP
+            if services.settings.STORAGE_TYPE is StorageType.MEMORY
+            else None,
+        ),
+    )
+    # A settings row from before the window was a setting takes the environment's, once.
+    start = services.runtime_settings.seed_retention
+    return Part(name="retention", start=start, tasks=(Task("retention", retention.run),))
+
+
+def _prometheus(registry: Registry, parts: Sequence[Part]) -> Part:
     """The registry behind the scrape and the OTLP metrics export: the connections' families
-    from live state, then these collectors' (prometheus/families/ and the exporters')."""
-    supervisor, receiver = sources.supervisor, sources.metrics_receiver
-
-    def watched() -> list[Connection]:
-        return [*supervisor.polled_connections(), *receiver.push_connections()]
-
-    def addresses(connections: Sequence[Connection]) -> dict[str, str]:
-        return {c.id: f"{c.host}:{c.port}" for c in connections}
-
-    prometheus = PrometheusService(
-        supervisor.polled_connections,
-        services.live_state,
-        services.settings,
-        pushed_connections=receiver.push_connections,
-        collectors=[
-            services.otlp_stats,
-            receiver.counts,
-            ForecastCollector(forecast, watched),
-            CveCollector(consumers.cve, lambda: {c.id for c in watched()}),
-            ReplicaCollector(services.replicas, lambda: len(supervisor.polled_connections())),
-            KeyAnalyticsCollector(
-                key_analytics,
-                lambda: addresses(supervisor.polled_connections()),
-                full=lambda: prometheus.full_profile,
-            ),
-            AnomalyCollector(
-                consumers.anomaly,
-                lambda: addresses(watched()),
-                full=lambda: prometheus.full_profile,
-            ),
-        ],
+    from live state, then the parts' collectors in part order; and the export, when an
+    endpoint is set (its protobuf classes load only then)."""
+    services = registry.get(Services)
+    watched = registry.get(Watched)
+    prometheus = registry.add(
+        PrometheusService,
+        PrometheusService(
+            watched.polled,
+            services.live_state,
+            services.settings,
+            pushed_connections=watched.pushed,
+            collectors=[c for p in parts for c in p.collectors()],
+        ),
     )
-    return prometheus
-
-
-def _metrics_exporter(
-    services: Services, prometheus: PrometheusService
-) -> "MetricsExporter | None":
-    """The registry over OTLP, when an endpoint is set (its protobuf classes load only then)."""
-    if services.otlp_transport is None or not services.otlp_transport.exports("metrics"):
-        return None
+    transport = services.otlp_transport
+    if transport is None or not transport.exports("metrics"):
+        return Part(name="prometheus", routers=(prometheus_router,))
     from svc_monitor.otlp.export.metrics import MetricsExporter
 
-    return MetricsExporter.from_settings(
-        services.settings,
-        prometheus,
-        services.otlp_transport,
-        services.otlp_stats,
-        instance=services.replicas.id if services.db.shared else None,
+    exporter = registry.add(
+        MetricsExporter,
+        MetricsExporter.from_settings(
+            services.settings,
+            prometheus,
+            transport,
+            services.otlp_stats,
+            instance=services.replicas.id if services.db.shared else None,
+        ),
     )
-
-
-def _retention(services: Services) -> HistoryRetention:
-    """Every history table; the fast-growing sample stores are also swept hourly."""
-    sample_tables = (
-        *info_history_store.HISTORY_TABLES,
-        *commandstats_store.HISTORY_TABLES,
-        *client_analytics_store.HISTORY_TABLES,
-        *traces_store.HISTORY_TABLES,  # spans: as fast-growing as the samples
-    )
-    settings = services.settings
-    return HistoryRetention(
-        services.db,
-        [
-            *sample_tables,
-            *slowlog_store.HISTORY_TABLES,
-            *audit_store.HISTORY_TABLES,
-            *latency_store.HISTORY_TABLES,
-            *monitor_store.HISTORY_TABLES,
-            *webhook_store.HISTORY_TABLES,
-            *key_analytics_store.HISTORY_TABLES,
-            *anomaly_store.HISTORY_TABLES,
-        ],
-        sample_tables=sample_tables,
-        retention_days=services.runtime_settings.retention_days,
-        row_cap=MEMORY_ROW_CAP if settings.STORAGE_TYPE is StorageType.MEMORY else None,
-    )
+    # The registry over OTLP; its first push is one interval after this start.
+    task = Task("otlp-metrics-export", exporter.run)
+    return Part(name="prometheus", routers=(prometheus_router,), tasks=(task,))

@@ -1,8 +1,10 @@
 """The object graph `create_app` builds (api/dependencies.py hands it to routes).
 
-Two parts: `Services`, built by compose.py before the server listens: the core every
-request may need (storage, connections, health, settings, the licence and its gates,
-webhooks, INFO history and live state); and `Features`, built by features.py: what
+Two typed views over what the parts registered (parts.py): `Services`, built by compose.py
+from the core parts (core_parts.py) before the server listens: the core every request may
+need (storage, connections, health, settings, the licence and its gates,
+webhooks, INFO history and live state); and `Features`, a typed view over the registry
+features.py fills from the domains' parts (parts.py, each domain's part.py): what
 watches the instances (the pipe, its consumers and sources: watching.py), the feature
 domains that serve routes (slow logs, audit, client analytics, live reads, latency,
 clusters, key analytics, forecasts, CVEs, anomalies, the console) and the Prometheus
@@ -104,7 +106,8 @@ class Services:
 
 @dataclass(frozen=True, slots=True)
 class Features:
-    """The feature domains' services, built by features.py."""
+    """The feature domains' services, read from the parts' registry (`Registry.view`: each
+    field is the service registered under the type its annotation names)."""
 
     slowlog: "SlowlogService"
     audit: "AuditService"

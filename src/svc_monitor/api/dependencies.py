@@ -1,12 +1,16 @@
 """How a route reaches the object graph: the services built before the server listens,
 and the feature domains once they are installed (503 with Retry-After until then)."""
 
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, TypeVar
 
 from fastapi import Depends, Request
 
 from svc_monitor.errors import Unavailable
+from svc_monitor.parts import Registry
 from svc_monitor.services import Features, Services
+
+T = TypeVar("T")
 
 
 def get_services(request: Request) -> Services:
@@ -19,6 +23,19 @@ def get_features(request: Request) -> Features:
     if features is None:  # a route of a feature cannot run before its feature is installed
         raise Unavailable("svc-monitor is still starting; retry in a moment")
     return features
+
+
+def registered(kind: type[T]) -> Callable[[Request], T]:
+    """A dependency on a feature part's service, by type (`registered(SlowlogService)`):
+    a new domain's dependencies.py reaches its service without a field on `Features`."""
+
+    def get(request: Request) -> T:
+        registry: Registry | None = getattr(request.app.state, "registry", None)
+        if registry is None:
+            raise Unavailable("svc-monitor is still starting; retry in a moment")
+        return registry.get(kind)
+
+    return get
 
 
 ServicesDep = Annotated[Services, Depends(get_services)]

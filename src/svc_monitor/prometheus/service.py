@@ -3,8 +3,8 @@
 The scrape is the source of truth and the export mirrors it, so both read the same
 `families()`: the connection families built from live state at that moment
 (prometheus/collector.py), then the process's own (process, garbage collector), then
-the collectors app.py lists when it builds this service (the exporters' own counters,
-the detectors' families under prometheus/families/).
+the collectors the parts declare (features.py builds this service over them: the exporters'
+own counters, the detectors' families under prometheus/families/).
 """
 
 import asyncio
