@@ -1,17 +1,21 @@
 """The parts' registry (parts.py): services by type, built at once or on their first use,
 and the typed views the routes read; and the orders the composition keeps."""
 
+import importlib
+import inspect
 from dataclasses import dataclass
+from pathlib import Path
 from types import SimpleNamespace
 from typing import cast
 
 import pytest
 from fastapi import Request
 
+from svc_monitor import domains, features
 from svc_monitor.api.dependencies import registered
-from svc_monitor.core_parts import STOP_ORDER
+from svc_monitor.core_parts import CORE_PARTS, STOP_ORDER
 from svc_monitor.errors import Unavailable
-from svc_monitor.parts import Registry
+from svc_monitor.parts import Part, Registry
 
 
 class Store:
@@ -98,3 +102,34 @@ def test_a_route_reaches_a_registered_service_once_the_features_are_installed():
 
 def test_the_core_stop_order_names_each_core_part_once():
     assert len(STOP_ORDER) == len(set(STOP_ORDER))
+
+
+class TestEveryPartIsListed:
+    """A domain's part.py that neither list names would never run: its routes, polls and
+    tasks silently missing. Every function a part module defines that returns a Part is
+    in core_parts.CORE_PARTS or features.PARTS, and every domain of domains.py that has a
+    part.py is in one of them."""
+
+    def test_each_part_function_is_in_a_list(self):
+        root = Path(features.__file__).parent
+        listed = {(f.__module__, f.__name__) for f in (*CORE_PARTS, *features.PARTS)}
+        found = set()
+        for path in sorted(root.rglob("part.py")):
+            name = ".".join(("svc_monitor", *path.relative_to(root).with_suffix("").parts))
+            module = importlib.import_module(name)
+            for attr, value in vars(module).items():
+                if (
+                    inspect.isfunction(value)
+                    and value.__module__ == name
+                    and not attr.startswith("_")
+                    and inspect.signature(value).return_annotation in (Part, "Part")
+                ):
+                    found.add((name, attr))
+        assert found, "no part modules found"
+        assert found - listed == set(), "part functions neither list names"
+        assert listed - found == set(), "listed functions that are not part functions"
+
+    def test_each_domain_with_a_part_is_listed(self):
+        modules = {f.__module__ for f in (*CORE_PARTS, *features.PARTS)}
+        named = {m.split(".")[1] for m in modules}
+        assert named <= {*domains.BASE, *domains.FEATURE, "otlp"}
