@@ -171,6 +171,9 @@ class Settings(BaseSettings):
     """Anomaly detection (Pro)."""
     ANOMALY_POLL_INTERVAL_MS: PositiveMs = 1000
     """INFO polling interval, which anomaly detection samples (seeds anomalyPollIntervalMs)."""
+    FULL_INFO_INTERVAL_MS: Annotated[int, Field(ge=0, le=2_147_483_647)] = 10000
+    """How often a pass reads the full INFO rather than the per-second sections; 0: every
+    pass (seeds fullInfoIntervalMs)."""
     ANOMALY_CACHE_TTL_MS: PositiveMs = 3600000
     """Anomaly cache lifetime (seeds anomalyCacheTtlMs)."""
     ANOMALY_PROMETHEUS_INTERVAL_MS: PositiveMs = 30000

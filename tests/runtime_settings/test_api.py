@@ -8,6 +8,7 @@ DEFAULTS = {
     "anomalyPollIntervalMs": 1000,
     "anomalyCacheTtlMs": 3600000,
     "anomalyPrometheusIntervalMs": 30000,
+    "fullInfoIntervalMs": 10000,
     "retentionDays": None,  # LOCAL_RETENTION_DAYS unset: keep everything
 }
 
@@ -36,6 +37,8 @@ class TestRuntimeSettings:
             pytest.param({"anomalyCacheTtlMs": -5}, "anomalyCacheTtlMs", id="negative"),
             pytest.param({"anomalyPollIntervalMs": "soon"}, "anomalyPollIntervalMs", id="text"),
             pytest.param({"anomalyPollIntervalMs": 1.5}, "anomalyPollIntervalMs", id="fraction"),
+            pytest.param({"fullInfoIntervalMs": -1}, "fullInfoIntervalMs", id="full-negative"),
+            pytest.param({"fullInfoIntervalMs": "10s"}, "fullInfoIntervalMs", id="full-text"),
             pytest.param({"pollEverything": 10}, "pollEverything", id="unknown-name"),
         ],
     )

@@ -105,6 +105,11 @@ class CveService:
         if observation.pushed or observation.node is not None:
             return  # push versions come as ServerVersionFacts; nodes share the seed's
         info = observation.info
+        if info.is_carried("server"):
+            # Read with the full INFO only: a version changes with a restart, and the first
+            # pass on a new connection reads the full INFO
+            # (docs/features/polling-and-history.md#info-cadence).
+            return
         version = engine_version(info)
         if version is None:
             return

@@ -167,6 +167,9 @@ class EngineClient:
         # no pool checkout, no per-command task (bench/poll_fanout.py).
         self._info_connection: TargetConnection = pool.make_connection()  # type: ignore[no-untyped-call]
         self._info_busy = False
+        # How many times the INFO connection has been opened: the INFO poll reads the full
+        # INFO first on every new one (a reconnect may be to a restarted server).
+        self.info_connects = 0
         self._client = Valkey.from_pool(pool)
         self._client.response_callbacks = _shared_callbacks(self._client)
 
@@ -223,7 +226,9 @@ class EngineClient:
         async def ask() -> Any:
             if connection.closed_by_peer:
                 await connection.disconnect(nowait=True)
-            await connection.connect()  # type: ignore[no-untyped-call]
+            if not connection.is_connected:
+                self.info_connects += 1
+                await connection.connect()  # type: ignore[no-untyped-call]
             try:
                 await connection.send_bytes(_packed(name, *args))
                 return await connection.read_response()

@@ -112,6 +112,21 @@ class InfoTooLarge(ValueError):
     """The reply is longer than the parser agreed to read."""
 
 
+@dataclass(frozen=True, slots=True)
+class CarriedSections:
+    """Sections of an earlier, fuller INFO read that a slimmer read carries on with: the
+    per-second read asks only for what is judged each second, and the rest of the default
+    INFO comes from the last full read (docs/features/polling-and-history.md#info-cadence).
+
+    The sections stay in `source`, the full read itself, parsed there only if someone reads
+    them (most passes nobody does), and shared by every reply that carries them.
+    """
+
+    read_at_ms: int  # when the full read that these sections come from was received
+    source: "ParsedInfo"
+    names: frozenset[str]
+
+
 class ParsedInfo:
     """An INFO reply split into sections; the typed getters never raise.
 
@@ -124,7 +139,15 @@ class ParsedInfo:
     The result of any access is exactly what a whole parse would give (tested).
     """
 
-    __slots__ = ("_blocks", "_context", "_done", "_header_skips", "_skipped", "rejected")
+    __slots__ = (
+        "_blocks",
+        "_context",
+        "_done",
+        "_header_skips",
+        "_skipped",
+        "carried",
+        "rejected",
+    )
 
     def __init__(self, sections: Mapping[str, dict[str, FieldValue]], skipped_lines: int) -> None:
         """A fully parsed reply (as tests and pushed data build one)."""
@@ -136,6 +159,9 @@ class ParsedInfo:
         # Fields read through get_int/get_float whose number no counter or gauge can hold
         # (past 64 bits, inf, nan): left out as if absent, and named here for the poll.
         self.rejected: set[tuple[str, str]] | None = None
+        # Sections this reply did not read but carries on from an earlier read; None when
+        # every section here was read with this reply.
+        self.carried: CarriedSections | None = None
 
     @classmethod
     def _lazy(
@@ -152,6 +178,19 @@ class ParsedInfo:
     @property
     def sections(self) -> Mapping[str, dict[str, FieldValue]]:
         return _Sections(self)
+
+    def carry(self, carried: CarriedSections) -> None:
+        """Carry on the sections of `carried` this reply lacks; a section read with this
+        reply keeps its own fields."""
+        fresh = {name for name in carried.names if name in self._done or name in self._blocks}
+        if fresh:  # never with the reads the poller makes; kept honest for any other
+            carried = CarriedSections(carried.read_at_ms, carried.source, carried.names - fresh)
+        self.carried = carried
+
+    def is_carried(self, section: str) -> bool:
+        """Whether `section` came from an earlier read rather than with this reply."""
+        carried = self.carried
+        return carried is not None and section in carried.names
 
     def take(self, name: str) -> "ParsedInfo":
         """Section `name` moved out into a ParsedInfo of its own (with no sections when
@@ -180,6 +219,8 @@ class ParsedInfo:
     def _names(self) -> list[str]:
         names = list(self._done)
         names.extend(n for n in self._blocks if n not in self._done and n != "")
+        if self.carried is not None:
+            names.extend(self.carried.names)
         return names
 
     def _section(self, name: str) -> dict[str, FieldValue] | None:
@@ -188,6 +229,9 @@ class ParsedInfo:
             return fields
         ranges = self._blocks.pop(name, None)
         if ranges is None:
+            carried = self.carried
+            if carried is not None and name in carried.names:
+                return carried.source._section(name)
             return None
         assert self._context is not None
         fields, skipped = _parse_ranges(self._context, ranges, name in _COMPOSITE_SECTIONS)
@@ -219,6 +263,9 @@ class ParsedInfo:
                 ranges = self._blocks.get(name)
                 if ranges is not None and name and _lookup_name(field):
                     return _find(context.text, ranges, field)
+            carried = self.carried
+            if carried is not None and name in carried.names:
+                return carried.source.get(name, field)
             fields = self._section(name)
             if fields is None:
                 return None

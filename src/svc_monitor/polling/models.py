@@ -22,6 +22,8 @@ class PollTarget:
     connection: Connection
     client: EngineClient
     identity: EngineIdentity | None
+    # The runtime settings in force (None only where a pass is built by hand).
+    values: RuntimeSettingsValues | None = None
 
 
 @dataclass(frozen=True, slots=True)

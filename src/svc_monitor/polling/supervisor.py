@@ -278,6 +278,7 @@ class _Hooks:
             connection=self._connection,
             client=connections.client(self._connection),
             identity=seen.identity if seen is not None else None,
+            values=self._supervisor._values,
         )
 
     def interval_s(self, kind: PollKind) -> float:

@@ -1,4 +1,4 @@
-"""The runtime settings operators change without a restart: five intervals, and the
+"""The runtime settings operators change without a restart: six intervals, and the
 history retention window LOCAL_RETENTION_DAYS seeds (`/settings` in
 docs/features/http-api.md#health-readiness-and-liveness)."""
 
@@ -10,6 +10,16 @@ from pydantic import BaseModel, ConfigDict, Field
 # of being read as 1 and 7; `retentionDays: true` would otherwise keep one day of history.
 # The Settings form converts what was typed before it validates (web/routes/settings.py).
 Interval = Annotated[int, Field(ge=1, le=2_147_483_647, strict=True, description="milliseconds")]
+# 0 is allowed here, and means every INFO pass reads the full INFO.
+FullInfoInterval = Annotated[
+    int,
+    Field(
+        ge=0,
+        le=2_147_483_647,
+        strict=True,
+        description="milliseconds between full INFO reads; 0 reads the full INFO on every pass",
+    ),
+]
 # A century: past it a window keeps everything anyway, and a typo of extra digits is caught.
 MAX_RETENTION_DAYS = 36_500
 RetentionDays = Annotated[
@@ -33,6 +43,7 @@ class RuntimeSettingsValues(BaseModel):
     anomalyPollIntervalMs: Interval
     anomalyCacheTtlMs: Interval
     anomalyPrometheusIntervalMs: Interval
+    fullInfoIntervalMs: FullInfoInterval
     retentionDays: RetentionDays | None
 
 
@@ -54,6 +65,7 @@ class RuntimeSettingsUpdate(BaseModel):
     anomalyPollIntervalMs: Interval | None = None
     anomalyCacheTtlMs: Interval | None = None
     anomalyPrometheusIntervalMs: Interval | None = None
+    fullInfoIntervalMs: FullInfoInterval | None = None
     retentionDays: RetentionDays | None = None
 
     def changes(self) -> dict[str, Any]:

@@ -38,6 +38,7 @@ class RuntimeSettingsService:
             anomalyPollIntervalMs=s.ANOMALY_POLL_INTERVAL_MS,
             anomalyCacheTtlMs=s.ANOMALY_CACHE_TTL_MS,
             anomalyPrometheusIntervalMs=s.ANOMALY_PROMETHEUS_INTERVAL_MS,
+            fullInfoIntervalMs=s.FULL_INFO_INTERVAL_MS,
             retentionDays=s.LOCAL_RETENTION_DAYS,
         )
 

@@ -200,6 +200,11 @@ class RuleDetectors:
     def _data_loss(
         self, info: ParsedInfo, role: str | None, at_ms: int, found: list[Detection]
     ) -> None:
+        if info.is_carried("persistence") or info.is_carried("server"):
+            # Judged on full INFO reads (every fullInfoIntervalMs): the loading flag, run id
+            # and uptime must be as fresh as the key count they qualify
+            # (docs/features/polling-and-history.md#info-cadence).
+            return
         if info.get_int("persistence", "loading") or info.get_int("persistence", "async_loading"):
             return  # the dataset is still arriving: keep the snapshot from before the load
         keys = total_keys(info)
@@ -240,6 +245,8 @@ class RuleDetectors:
         found.append(replace(detection, notice=notice))
 
     def _persistence_child(self, info: ParsedInfo, at_ms: int, found: list[Detection]) -> None:
+        if info.is_carried("persistence"):
+            return  # judged on full reads: its thresholds are minutes long
         rdb = info.get_int("persistence", "rdb_bgsave_in_progress")
         aof = info.get_int("persistence", "aof_rewrite_in_progress")
         if not rdb and not aof:

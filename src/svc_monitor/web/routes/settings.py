@@ -47,6 +47,13 @@ FIELDS = (
         "How often each instance's INFO is read: dashboard values, history and anomaly checks.",
     ),
     Field(
+        "fullInfoIntervalMs",
+        "Full INFO interval",
+        "FULL_INFO_INTERVAL_MS",
+        "How often a pass reads the full INFO; the passes between read only the sections "
+        "judged each second. 0 reads the full INFO on every pass.",
+    ),
+    Field(
         "auditPollIntervalMs",
         "Audit poll interval",
         "AUDIT_POLL_INTERVAL_MS",
