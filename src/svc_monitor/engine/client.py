@@ -214,8 +214,9 @@ class EngineClient:
             reply = await self._on_info_connection("INFO", *sections)
         return reply if isinstance(reply, bytes) else str(reply).encode()
 
-    async def _on_info_connection(self, name: str, *args: str) -> Any:
-        """One command (INFO or PING) over the INFO connection, bounded as `execute` is.
+    async def _on_info_connection(self, name: str, *args: str) -> bytes:
+        """One command (INFO or PING) over the INFO connection, bounded as `execute` is,
+        its reply read straight off the stream (TargetConnection.ask).
 
         Any failure closes that connection, so a reply that arrives late can never be read
         as the answer to the next INFO. A connection the server closed while we were not
@@ -223,22 +224,22 @@ class EngineClient:
         """
         connection = self._info_connection
 
-        async def ask() -> Any:
+        async def ask() -> bytes:
             if connection.closed_by_peer:
                 await connection.disconnect(nowait=True)
             if not connection.is_connected:
                 self.info_connects += 1
                 await connection.connect()  # type: ignore[no-untyped-call]
             try:
-                await connection.send_bytes(_packed(name, *args))
-                return await connection.read_response()
+                return await connection.ask(_packed(name, *args))
             except BaseException:
                 await connection.disconnect(nowait=True)
                 raise
 
         self._info_busy = True
         try:
-            return await self._bounded(name, ask)
+            reply: bytes = await self._bounded(name, ask)
+            return reply
         finally:
             self._info_busy = False
 

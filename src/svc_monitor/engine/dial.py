@@ -16,7 +16,9 @@ import ssl
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from valkey._parsers.base import BaseParser
 from valkey.asyncio.connection import Connection
+from valkey.exceptions import ConnectionError as ValkeyConnectionError, InvalidResponse
 
 from svc_monitor.engine.errors import TlsHandshakeTimeout
 
@@ -103,6 +105,35 @@ class TargetConnection(Connection):
         except BaseException:
             await self.disconnect(nowait=True)
             raise
+
+    async def ask(self, command: bytes) -> bytes:
+        """Send a packed command whose reply is a bulk or simple string (INFO, PING) and
+        read that reply straight off the stream, under the caller's deadline.
+
+        valkey-py's read puts a timeout of its own around every reply and goes through its
+        general parser; INFO, read every second from every server, needs neither. An error
+        reply raises the exception valkey-py would raise for it; anything but a string is
+        a protocol error. Any failure leaves the connection for the caller to close.
+        """
+        reader, writer = self._reader, self._writer
+        if reader is None or writer is None:
+            raise ValkeyConnectionError("not connected")
+        writer.write(command)
+        try:
+            line = await reader.readuntil(b"\r\n")
+            kind = line[:1]
+            if kind == b"$":
+                length = int(line[1:-2])
+                if length < 0:
+                    return b""
+                return (await reader.readexactly(length + 2))[:-2]
+        except asyncio.IncompleteReadError:
+            raise ValkeyConnectionError("Connection closed by server.") from None
+        if kind == b"+":
+            return line[1:-2]
+        if kind == b"-":
+            raise BaseParser.parse_error(line[1:-2].decode("utf-8", "replace"))  # type: ignore[no-untyped-call]
+        raise InvalidResponse(f"Protocol Error: {line[:64]!r}")
 
     async def _connect(self) -> None:
         self._reader, self._writer = await open_stream(

@@ -143,6 +143,7 @@ class InfoPoller:
             poll=self.poll,
             decides_health=True,
             forget=self.forget,
+            takes_turns=False,  # over the client's INFO connection
         )
 
 

@@ -31,6 +31,7 @@ class KeyAnalyticsPoller:
             interval_ms=_interval,
             poll=self.poll,
             forget=self._analytics.forget,
+            takes_turns=False,  # a run may take a while: the quick polls must not wait it out
         )
 
 

@@ -33,6 +33,11 @@ class LoopHooks(Protocol):
 
     async def target(self) -> PollTarget: ...
 
+    @property
+    def turn(self) -> asyncio.Lock:
+        """Held by a pass of a kind that takes turns (PollKind.takes_turns)."""
+        ...
+
     def interval_s(self, kind: PollKind) -> float: ...
 
     def changed(self, timeout_s: float) -> Awaitable[bool]:
@@ -82,7 +87,16 @@ class PollLoop:
         self.stopped = True
 
     async def tick(self) -> None:
-        """One pass under the deadline; failures are counted, never raised."""
+        """One pass under the deadline; failures are counted, never raised. A kind that
+        takes turns waits for its turn first, outside the deadline: the pass before it is
+        bounded by its own."""
+        if not self.kind.takes_turns:
+            await self._tick()
+            return
+        async with self._hooks.turn:
+            await self._tick()
+
+    async def _tick(self) -> None:
         started = time.perf_counter()
         ok = False
         self.idle = False

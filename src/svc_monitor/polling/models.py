@@ -49,3 +49,8 @@ class PollKind:
     idle_recheck_share: float | None = None
     # Called once a connection stops being polled (removed or edited): drop its state.
     forget: Callable[[str], Awaitable[None]] | None = None
+    # Passes of such kinds on one connection take turns (polling/loop.py), so their
+    # commands share one pooled connection to the server instead of opening one each
+    # whenever two fall due together. Off for INFO (a connection of its own) and for a
+    # kind whose pass may run long (key analytics), which would hold the others up.
+    takes_turns: bool = True

@@ -262,11 +262,12 @@ class _Hooks:
     """What every poll loop of one connection asks of the supervisor (polling/loop.py
     LoopHooks): its target, cadence and settings wake-up, and where its outcomes go."""
 
-    __slots__ = ("_connection", "_supervisor")
+    __slots__ = ("_connection", "_supervisor", "turn")
 
     def __init__(self, supervisor: PollSupervisor, connection: Connection) -> None:
         self._supervisor = supervisor
         self._connection = connection
+        self.turn = asyncio.Lock()
 
     async def target(self) -> PollTarget:
         if self._supervisor._ownership.fenced(self._connection.id):
