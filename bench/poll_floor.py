@@ -1,18 +1,31 @@
 """The floor under the cost of watching: what reading INFO from N servers every second
 costs before any of svc-monitor's own work.
 
-Starts N real Valkey servers on loopback as bench/poll_fanout.py does, and over one
-connection to each asks plain `INFO` about once a second (the default INFO interval, with
-the same 10 % jitter), on the same event loop (uvloop), in three ways:
+The floor is defined once, here, as: one process on uvloop, one asyncio stream per server
+(asyncio.open_connection to 127.0.0.1), each sending plain `INFO` about once a second (a
+random.uniform(0.9, 1.1) s sleep between round trips, the default INFO interval with its
+10 % jitter), reading the bulk reply, and splitting it into sections and fields with plain
+Python (lines on "\\r\\n"; a line starting with "#" starts a section; any other line is
+split on its first ":" into a name and a value, kept in a dict per section). Nothing else:
+not our INFO parser, no field reads, no storage, no detection, no history. Connections are
+opened before the clock starts and closed after it stops; CPU is time.process_time() (every
+thread of the process) over wall time.
 
-  - raw: the round trip only (write the command, read the bulk reply), under a timeout;
-  - parse: the same, and the reply parsed by our INFO parser with the thirty field reads
-    an observation's consumers make at the least;
-  - bytes: how many bytes each server returns per minute, and the size of each section.
+bench/poll_fanout.py measures the floor with measure_floor() on the same servers, in the
+same process, once the service has stopped, and prints the service's CPU as a multiple of
+it. Run on its own, this script starts N real Valkey servers on loopback as poll_fanout.py
+does and prints, one window each:
 
-No storage, no detection, no history: whatever poll_fanout.py measures above these
-figures is ours to cut; below them nothing can go without reading INFO less often or
-reading fewer sections of it.
+  - floor: as defined above;
+  - raw: the round trip only (write the command, read the bulk reply), for context;
+  - ours: the round trip, then the reply parsed by our INFO parser
+    (svc_monitor.engine.info.parse_info) and the thirty field reads an observation's
+    consumers make at the least;
+
+each as CPU-s/min, % of a core and KB returned per server per minute, after the size of
+the INFO reply and of each of its sections. Whatever poll_fanout.py measures above the
+floor is ours to cut; below it nothing can go without reading INFO less often or reading
+fewer sections of it.
 
     .venv/bin/python bench/poll_floor.py [--servers 100] [--seconds 60] [--quick]
 """
@@ -25,11 +38,12 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import uvloop
 
-from _servers import Server, start_servers, stop_servers
+from _servers import start_servers, stop_servers
 from svc_monitor.engine.info import parse_info
 
 INFO = b"*1\r\n$4\r\nINFO\r\n"
@@ -66,6 +80,34 @@ FIELDS = [
     ("stats", "total_connections_received"),
     ("stats", "sync_full"),
 ]
+# Only so that a server that stops answering fails the bench rather than hanging it: one
+# deadline over the whole window, not a timer per round trip, which the floor does not have.
+GRACE_S = 30.0
+
+Handle = Callable[[bytes], object]
+
+
+@dataclass(frozen=True)
+class FloorResult:
+    """What one window of INFO polling cost."""
+
+    cpu_s_per_min: float  # time.process_time() of the whole process, per wall minute
+    percent_of_core: float
+    kb_returned_per_server_per_min: float  # median over servers
+    wall_s: float  # the window's length
+
+
+def split_info(reply: bytes) -> dict[str, dict[str, str]]:
+    """The floor's parse: sections of name -> value, nothing more."""
+    sections: dict[str, dict[str, str]] = {}
+    fields: dict[str, str] = {}  # lines before the first "#" header, if any: dropped
+    for line in reply.decode().split("\r\n"):
+        if line.startswith("#"):
+            fields = sections[line[1:].strip()] = {}
+        elif line:
+            name, _, value = line.partition(":")
+            fields[name] = value
+    return sections
 
 
 def _observe(reply: bytes) -> None:
@@ -78,39 +120,52 @@ def _nothing(reply: bytes) -> None:
     return None
 
 
-async def _watch(port: int, until: float, handle: Callable[[bytes], None]) -> int:
+Stream = tuple[asyncio.StreamReader, asyncio.StreamWriter]
+
+
+async def _watch(stream: Stream, until: float, handle: Handle) -> int:
     """Ask INFO about once a second until `until`; the bytes returned."""
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    reader, writer = stream
     received = 0
-    try:
-        while time.monotonic() < until:
-            async with asyncio.timeout(5):
-                writer.write(INFO)
-                header = await reader.readline()
-                body = await reader.readexactly(int(header[1:]) + 2)
-            received += len(header) + len(body)
-            handle(body[:-2])
-            await asyncio.sleep(random.uniform(0.9, 1.1))
-    finally:
-        writer.close()
+    while time.monotonic() < until:
+        writer.write(INFO)
+        header = await reader.readline()
+        if not header.startswith(b"$"):
+            raise RuntimeError(f"INFO answered {header!r}")
+        body = await reader.readexactly(int(header[1:]) + 2)
+        received += len(header) + len(body)
+        handle(body[:-2])
+        await asyncio.sleep(random.uniform(0.9, 1.1))
     return received
 
 
-async def measure(servers: list[Server], seconds: float, handle: Callable[[bytes], None]) -> None:
-    until = time.monotonic() + seconds
-    cpu, wall = time.process_time(), time.perf_counter()
-    received = await asyncio.gather(*(_watch(s.port, until, handle) for s in servers))
-    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
-    name = "parse" if handle is _observe else "raw"
-    print(
-        f"  {name:<5} {cpu / wall * 60:.2f} CPU-s/min ({cpu / wall * 100:.1f} % of a core), "
-        f"{statistics.median(received) / 1024 / (wall / 60):.0f} KB returned per server "
-        "per minute"
+async def _measure(ports: list[int], seconds: float, handle: Handle) -> FloorResult:
+    streams = await asyncio.gather(*(asyncio.open_connection("127.0.0.1", p) for p in ports))
+    try:
+        async with asyncio.timeout(seconds + GRACE_S):
+            until = time.monotonic() + seconds
+            cpu, wall = time.process_time(), time.perf_counter()
+            received = await asyncio.gather(*(_watch(s, until, handle) for s in streams))
+            cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    finally:
+        for _, writer in streams:
+            writer.close()
+        await asyncio.gather(*(w.wait_closed() for _, w in streams), return_exceptions=True)
+    return FloorResult(
+        cpu_s_per_min=cpu / wall * 60,
+        percent_of_core=cpu / wall * 100,
+        kb_returned_per_server_per_min=statistics.median(received) / 1024 / (wall / 60),
+        wall_s=wall,
     )
 
 
-async def section_sizes(server: Server) -> None:
-    reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+async def measure_floor(ports: list[int], seconds: float) -> FloorResult:
+    """The floor (see the module's docstring) over `seconds`, on the running event loop."""
+    return await _measure(ports, seconds, split_info)
+
+
+async def section_sizes(port: int) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
     writer.write(INFO)
     header = await reader.readline()
     text = (await reader.readexactly(int(header[1:]) + 2)).decode()
@@ -128,11 +183,26 @@ async def section_sizes(server: Server) -> None:
     )
 
 
-async def run(servers: list[Server], seconds: float) -> None:
-    print(f"{len(servers)} servers, INFO every second for {seconds:.0f} s ({platform.node()})")
-    await section_sizes(servers[0])
-    for handle in (_nothing, _observe):
-        await measure(servers, seconds, handle)
+def _line(name: str, result: FloorResult, what: str) -> str:
+    return (
+        f"  {name:<5} {result.cpu_s_per_min:.2f} CPU-s/min ({result.percent_of_core:.1f} % of "
+        f"a core), {result.kb_returned_per_server_per_min:.0f} KB returned per server per "
+        f"minute: {what}"
+    )
+
+
+async def run(ports: list[int], seconds: float) -> None:
+    print(f"{len(ports)} servers, INFO every second for {seconds:.0f} s ({platform.node()})")
+    await section_sizes(ports[0])
+    print(_line("floor", await measure_floor(ports, seconds), "split into sections and fields"))
+    print(_line("raw", await _measure(ports, seconds, _nothing), "the round trip only"))
+    print(
+        _line(
+            "ours",
+            await _measure(ports, seconds, _observe),
+            f"parsed by svc_monitor.engine.info and {len(FIELDS)} fields read",
+        )
+    )
 
 
 def main() -> None:
@@ -146,7 +216,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="poll-floor-") as workdir:
         servers = start_servers(args.servers, Path(workdir))
         try:
-            uvloop.run(run(servers, args.seconds))
+            uvloop.run(run([s.port for s in servers], args.seconds))
         finally:
             stop_servers(servers)
 
