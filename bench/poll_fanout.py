@@ -114,6 +114,8 @@ async def watch(servers: list[Server], seconds: float) -> float:
 
         lag = LoopLag()
         lag_task = asyncio.create_task(lag.run())
+        pauses = GcPauses()
+        gc.callbacks.append(pauses)
         # Read in a worker thread: a thousand blocking reads on the loop would hold it for
         # most of a second and make the polls due meanwhile late by the bench's doing.
         before = await asyncio.to_thread(_read_all, servers)
@@ -130,6 +132,7 @@ async def watch(servers: list[Server], seconds: float) -> float:
         times_after, loop_cpu = process.cpu_times(), _loop_thread_cpu(process) - loop_before
         passes = {k: n - passes_before.get(k, 0) for k, n in polls.passes.items()}
         late = {k: n - late_before.get(k, 0) for k, n in polls.late.items()}
+        gc.callbacks.remove(pauses)
         lag.stop()
         await lag_task
         after = await asyncio.to_thread(_read_all, servers)
@@ -157,6 +160,13 @@ async def watch(servers: list[Server], seconds: float) -> float:
     print(
         f"  event loop lag: p50 {statistics.median(lags):.1f} ms, "
         f"p99 {lags[int(len(lags) * 0.99)]:.1f} ms, longest {lags[-1]:.1f} ms"
+    )
+    print(
+        "  garbage collector: "
+        + ", ".join(
+            f"gen{g} {pauses.count[g]}x (longest {pauses.longest_ms[g]:.1f} ms)" for g in range(3)
+        )
+        + f", {sum(pauses.total_ms.values()) / minutes:.0f} ms a minute in all"
     )
     # Each server over the time between its own two reads: reading a thousand servers
     # takes a while, and polling goes on meanwhile.
@@ -188,6 +198,27 @@ async def watch(servers: list[Server], seconds: float) -> float:
         if rate > 0:
             print(f"    {name:<28} {rate:7.1f}/min")
     return cpu / minutes
+
+
+class GcPauses:
+    """Each garbage collection during the window, by generation: how many, the longest (a
+    collection holds the event loop for its whole length, and a long one makes ticks late)."""
+
+    def __init__(self) -> None:
+        self.count: Counter[int] = Counter()
+        self.longest_ms: dict[int, float] = {0: 0.0, 1: 0.0, 2: 0.0}
+        self.total_ms: dict[int, float] = {0: 0.0, 1: 0.0, 2: 0.0}
+        self._started = 0.0
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+            return
+        generation = info["generation"]
+        took = (time.perf_counter() - self._started) * 1000
+        self.count[generation] += 1
+        self.longest_ms[generation] = max(self.longest_ms[generation], took)
+        self.total_ms[generation] += took
 
 
 def _loop_thread_cpu(process: psutil.Process) -> float:

@@ -11,6 +11,7 @@ from hypothesis import given, settings, strategies as st
 from svc_monitor.engine import info as info_module
 from svc_monitor.engine.info import (
     DEFAULT_MAX_BYTES,
+    CarriedSections,
     FieldValue,
     InfoTooLarge,
     ParsedInfo,
@@ -1026,3 +1027,36 @@ class TestOneFieldLookedUp:
     def test_identifiers_stay_text(self) -> None:
         raw = lines("# Server", "run_id:" + "0" * 40)
         assert parse_info(raw).get("server", "run_id") == "0" * 40
+
+
+class TestCarriedSections:
+    """A slim read carries on the sections of the last full read it did not ask for."""
+
+    def _slim_and_full(self) -> tuple[ParsedInfo, ParsedInfo]:
+        full = parse_info(
+            lines("# Server", "run_id:abc", "uptime_in_seconds:100", "# Memory", "used_memory:1")
+        )
+        slim = parse_info(lines("# Memory", "used_memory:2"))
+        return slim, full
+
+    def test_a_carried_section_reads_as_the_full_read_had_it(self):
+        slim, full = self._slim_and_full()
+        slim.carry(CarriedSections(1_000, full, frozenset({"server"})))
+        assert slim.get_str("server", "run_id") == "abc"
+        assert slim.sections["server"] == {"run_id": "abc", "uptime_in_seconds": 100}
+        assert set(slim.sections) == {"memory", "server"}
+        assert slim.is_carried("server")
+        assert not slim.is_carried("memory")
+
+    def test_a_section_read_with_the_reply_is_never_replaced(self):
+        slim, full = self._slim_and_full()
+        slim.carry(CarriedSections(1_000, full, frozenset({"server", "memory"})))
+        assert slim.get_int("memory", "used_memory") == 2
+        assert not slim.is_carried("memory")
+        assert slim.is_carried("server")
+
+    def test_nothing_carried_is_parsed_until_read(self):
+        slim, full = self._slim_and_full()
+        slim.carry(CarriedSections(1_000, full, frozenset({"server"})))
+        assert slim.get_int("memory", "used_memory") == 2
+        assert "server" not in full._done  # the full read's section, still unparsed

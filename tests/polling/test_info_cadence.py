@@ -12,6 +12,7 @@ import pytest
 from svc_monitor.engine.info import CarriedSections, FieldValue, ParsedInfo, parse_info
 from svc_monitor.pipe.observation import Observation
 from svc_monitor.polling.info_cadence import EVERY_PASS
+from svc_monitor.web.routes.dashboard import overview
 from tests.fixtures.app import AppFactory, RunningApp, target_of
 from tests.fixtures.licensing import SigningKey
 from tests.fixtures.servers import RunningServer, ServerFactory
@@ -226,3 +227,38 @@ class TestPerSecondConsumers:
                 )
             )
         assert {"server", "persistence"} <= reads
+
+
+class TestWhatUsersSee:
+    async def test_the_info_api_says_when_the_poller_read_each_section(
+        self, memory_app_factory: AppFactory
+    ):
+        async with memory_app_factory(**FAST) as app:
+            answers: list[dict[str, int]] = []
+
+            async def carried_seen() -> bool:
+                response = await app.client.get("/api/metrics/info")
+                assert response.status_code == 200
+                answers.append(response.json()["polledAt"])
+                return answers[-1].get("server", 0) < answers[-1].get("memory", 0)
+
+            await eventually(carried_seen, within=10, every=0.03)
+        polled = answers[-1]
+        assert set(EVERY_PASS) <= set(polled)
+        # A slim pass: the server section as of the last full read, under a second before.
+        assert 0 < polled["memory"] - polled["server"] <= 1500
+        assert polled["persistence"] == polled["server"]
+        assert len({polled[name] for name in EVERY_PASS}) == 1
+
+    async def test_the_dashboard_counts_uptime_on_from_the_full_read(
+        self, valkey_server: RunningServer
+    ):
+        full = parse_info(await _read(valkey_server))
+        uptime = full.get_int("server", "uptime_in_seconds")
+        assert uptime is not None
+        read_at = int(time.time() * 1000)
+        slim = parse_info(await _read(valkey_server, *EVERY_PASS))
+        slim.carry(CarriedSections(read_at, full, frozenset(full.sections) - set(EVERY_PASS)))
+        later = Observation(CONNECTION, read_at + 9_000, slim)
+        assert overview(later, None).uptime_s == uptime + 9
+        assert overview(Observation(CONNECTION, read_at, full), None).uptime_s == uptime

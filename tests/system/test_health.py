@@ -4,9 +4,26 @@ from collections.abc import Callable
 
 import pytest
 
-from tests.fixtures.app import AppFactory, RunningApp
+from tests.detection.helpers import person, run
+from tests.fixtures.app import AppFactory, RunningApp, target_of
 from tests.fixtures.busy_loop import busy_event_loop
 from tests.fixtures.servers import RunningServer, ServerFactory
+from tests.fixtures.waiting import eventually
+
+
+async def _polled(app: RunningApp) -> bool:
+    return app.services.live_state.latest("env-default") is not None
+
+
+async def _pings(server: RunningServer) -> int:
+    """PINGs the server has answered so far, by its own count."""
+    client = person(server)
+    try:
+        stats = await run(client, "INFO", "commandstats")
+    finally:
+        await client.aclose()
+    calls = stats.get("cmdstat_ping", {}).get("calls", 0)
+    return int(calls)
 
 
 class TestHealth:
@@ -23,6 +40,24 @@ class TestHealth:
         assert database["version"].startswith("9.1.")
         assert database["capabilities"]["hasCommandLog"] is True
         assert database["capabilities"]["hasSlotStats"] is True
+
+    async def test_a_polled_server_is_not_pinged_for_each_health_check(
+        self, memory_app_factory: AppFactory, server_factory: ServerFactory
+    ):
+        """The INFO poll answered a moment ago over a connection still open: that is the
+        answer, and a load balancer probing every second sends the server nothing."""
+        server = server_factory.start("valkey")
+        try:
+            async with memory_app_factory(**target_of(server)) as app:
+                await eventually(lambda: _polled(app))
+                before = await _pings(server)
+                for _ in range(20):
+                    body = (await app.client.get("/api/health")).json()
+                    assert body["database"]["status"] == "connected"
+                after = await _pings(server)
+        finally:
+            server_factory.stop(server)
+        assert after == before
 
     async def test_engine_down_still_answers_200_with_the_error(
         self, memory_app_factory: AppFactory, server_factory: ServerFactory

@@ -198,6 +198,13 @@ class EngineClient:
         finally:
             self.ledger.record(name, time.perf_counter() - started, failed=failed)
 
+    @property
+    def info_link_open(self) -> bool:
+        """Whether the INFO connection is open and the server has not closed it: known to the
+        event loop without a command (a server that exits closes its sockets at once)."""
+        connection = self._info_connection
+        return connection.is_connected and not connection.closed_by_peer
+
     async def ping(self) -> None:
         # Over the INFO connection when it is free, as INFO is: /health PINGs on every call,
         # and a checkout from valkey-py's pool (its stale-data probe under a zero timeout,

@@ -53,7 +53,13 @@ async def get_info(
             rejectedValues=rejected,
         )
     client = connections.client(connection)
-    return ParsedInfoRead(sections=await metrics.live_info(client, wanted), rejectedValues=rejected)
+    latest = services.live_state.latest(connection.id)
+    polled_at = {} if latest is None else {s: latest.read_at_ms(s) for s in latest.info.sections}
+    return ParsedInfoRead(
+        sections=await metrics.live_info(client, wanted),
+        rejectedValues=rejected,
+        polledAt=polled_at,
+    )
 
 
 @router.get("/metrics/history", response_model=HistorySeries, responses=error_responses(404, 422))

@@ -63,6 +63,13 @@ class ParsedInfoRead(BaseModel):
         description="INFO values the polls of this connection left out since start: a number "
         "past 64 bits, inf or nan where a number belongs (also svc_info_values_rejected_total)",
     )
+    polledAt: dict[str, int] = Field(
+        default_factory=dict,
+        description="epoch ms the poller last read each section of the default INFO: every "
+        "pass for the sections judged each second, with the full INFO (every "
+        "fullInfoIntervalMs) for the others; empty for a push connection or before the "
+        "first poll",
+    )
 
 
 class CommandLoad(BaseModel):

@@ -20,6 +20,7 @@ from sqlalchemy import (
     Row,
     String,
     Table,
+    bindparam,
     case,
     cast,
     func,
@@ -92,6 +93,34 @@ stats_rollups = history_table(
 )
 
 HISTORY_TABLES = (memory_snapshots, stats_samples, stats_rollups)
+
+
+def _memory_buckets() -> Any:
+    """The forecasts' read, built once: the forecast pass asks it of every connection each
+    minute, and building the expression each time cost about as much as running it."""
+    m = memory_snapshots.c
+    since = bindparam("since", type_=BigInteger)
+    bucket = ((m.captured_at - since) // bindparam("bucket_ms", type_=BigInteger)).label("bucket")
+    return (
+        select(
+            bucket,
+            func.avg(m.captured_at).label("at"),
+            func.avg(m.used_memory).label("used_memory"),
+            func.max(m.maxmemory).label("maxmemory"),
+            func.avg(m.ops_per_sec).label("ops_per_sec"),
+            func.avg(m.cpu_sys_percent + m.cpu_user_percent).label("cpu_total"),
+            func.avg(m.mem_fragmentation_ratio).label("mem_fragmentation_ratio"),
+        )
+        .where(
+            m.connection_id == bindparam("connection_id", type_=String),
+            m.captured_at.between(since, bindparam("until", type_=BigInteger)),
+        )
+        .group_by(bucket)
+        .order_by(bucket)
+    )
+
+
+_MEMORY_BUCKETS = _memory_buckets()
 
 
 class MetricsStore:
@@ -170,24 +199,11 @@ class MetricsStore:
         AVG skips NULLs, so a field missing from some snapshots averages the others, and a
         bucket where no snapshot had it reads NULL.
         """
-        m = memory_snapshots.c
-        bucket = ((m.captured_at - since) // bucket_ms).label("bucket")
-        query = (
-            select(
-                bucket,
-                func.avg(m.captured_at).label("at"),
-                func.avg(m.used_memory).label("used_memory"),
-                func.max(m.maxmemory).label("maxmemory"),
-                func.avg(m.ops_per_sec).label("ops_per_sec"),
-                func.avg(m.cpu_sys_percent + m.cpu_user_percent).label("cpu_total"),
-                func.avg(m.mem_fragmentation_ratio).label("mem_fragmentation_ratio"),
-            )
-            .where(m.connection_id == connection_id, m.captured_at.between(since, until))
-            .group_by(bucket)
-            .order_by(bucket)
-        )
+        params = {"connection_id": connection_id, "since": since, "until": until}
         await self._db.inserts.flush()
-        return await self._db.fetch_all(query)
+        return await self._db.run(
+            lambda conn: conn.execute(_MEMORY_BUCKETS, {**params, "bucket_ms": bucket_ms}).all()
+        )
 
     async def roll_up(self, *, now_ms: int) -> int:
         """Average every finished five minutes of samples not yet rolled up; rows written.

@@ -1,9 +1,12 @@
 """Health of the service's parts: the API itself, its storage, the selected engine.
 
 /health answers within a fixed budget whatever the monitored servers do. The engine part
-is a PING waited on for at most PROBE_BUDGET_S (one that takes longer goes on in the
-background, for the next answer); when it has not answered by then, what the INFO poll
-saw while that is fresh, else `disconnected` with a timeout. A connection never checked
+is the INFO poll's last answer while it is under ANSWERED_MS old and its connection is
+still open (every second at the default interval, so nearly always: no command is sent for
+/health then); else a PING
+waited on for at most PROBE_BUDGET_S (one that takes longer goes on in the background,
+for the next answer); when it has not answered by then, what the INFO poll saw while that
+is fresh, else `disconnected` with a timeout. A connection never checked
 yet is the exception: its first check is waited for. Storage is its answer to the
 connection's lookup, within STORAGE_BUDGET_S, and `degraded` while writes fail
 (storage/failures.py). The engine part says how old its knowledge is (`checkedAt`).
@@ -30,6 +33,10 @@ STORAGE_BUDGET_S = 1.0
 # What the INFO poll saw is the answer while it is younger than this (three polls at the
 # default interval): a poll that stopped succeeding is noticed within it.
 POLLED_FRESH_MS = 3000
+# Younger than this, the INFO poll's answer is the answer, without a PING: two passes at
+# the default interval. A poll that fails marks the engine down at once, and one that
+# hangs leaves its answer to age past this within two seconds.
+ANSWERED_MS = 2000
 
 
 class HealthService:
@@ -127,7 +134,12 @@ class HealthService:
         )
         if connection.secret_error:
             return where.model_copy(update={"error": connection.secret_error})
-        seen = await self._probe(connection) or self._polled(connection) or _no_answer()
+        seen = (
+            self._answered(connection)
+            or await self._probe(connection)
+            or self._polled(connection)
+            or _no_answer()
+        )
         if not seen.connected or seen.identity is None:
             error = seen.error or EngineTimeout("not detected yet")
             return where.model_copy(
@@ -148,7 +160,16 @@ class HealthService:
             }
         )
 
-    def _polled(self, connection: Connection) -> EngineSnapshot | None:
+    def _answered(self, connection: Connection) -> EngineSnapshot | None:
+        """The INFO poll's answer, when under ANSWERED_MS old and its connection is still
+        open: a server that went away since has closed it, and is PINGed instead."""
+        if connection.pushed or not self._connections.client(connection).info_link_open:
+            return None
+        return self._polled(connection, within_ms=ANSWERED_MS)
+
+    def _polled(
+        self, connection: Connection, *, within_ms: int = POLLED_FRESH_MS
+    ) -> EngineSnapshot | None:
         """What the INFO poll saw, while fresh: up and detected, the time of its last INFO
         (a busy service whose PING waited its turn too long is not reported down)."""
         if connection.pushed:
@@ -157,7 +178,7 @@ class HealthService:
         seen = self._connections.last_seen(connection)
         if latest is None or seen is None or not seen.connected or seen.identity is None:
             return None
-        if _now_ms() - latest.received_at_ms > POLLED_FRESH_MS:
+        if _now_ms() - latest.received_at_ms > within_ms:
             return None
         return EngineSnapshot(True, seen.identity, None, latest.received_at_ms)
 

@@ -41,6 +41,15 @@ class Overview:
     received_at_ms: int
 
 
+def _uptime_s(latest: Observation) -> int | None:
+    """The uptime as of this observation: the server section is read with the full INFO
+    (every 10 s by default), so the seconds since that read are counted on."""
+    uptime = latest.info.get_int("server", "uptime_in_seconds")
+    if uptime is None:
+        return None
+    return uptime + (latest.received_at_ms - latest.read_at_ms("server")) // 1000
+
+
 def overview(latest: Observation, previous: CpuReading | None) -> Overview:
     info = latest.info
     hits = info.get_int("stats", "keyspace_hits")
@@ -50,7 +59,7 @@ def overview(latest: Observation, previous: CpuReading | None) -> Overview:
     return Overview(
         version=info.get_str("server", "valkey_version") or info.get_str("server", "redis_version"),
         role=info.get_str("replication", "role"),
-        uptime_s=info.get_int("server", "uptime_in_seconds"),
+        uptime_s=_uptime_s(latest),
         used_memory=info.get_int("memory", "used_memory"),
         used_memory_rss=info.get_int("memory", "used_memory_rss"),
         used_memory_peak=info.get_int("memory", "used_memory_peak"),
