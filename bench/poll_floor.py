@@ -123,8 +123,10 @@ def _nothing(reply: bytes) -> None:
 Stream = tuple[asyncio.StreamReader, asyncio.StreamWriter]
 
 
-async def _watch(stream: Stream, until: float, handle: Handle) -> int:
-    """Ask INFO about once a second until `until`; the bytes returned."""
+async def _watch(stream: Stream, until: float, handle: Handle, slot: float | None) -> int:
+    """Ask INFO about once a second until `until`; the bytes returned. With `slot` (a share
+    of the second), each read falls on that slot of a grid every stream shares, as the
+    service's passes do (polling/loop.py SLOTS); without, a second apart with 10 % jitter."""
     reader, writer = stream
     received = 0
     while time.monotonic() < until:
@@ -135,17 +137,25 @@ async def _watch(stream: Stream, until: float, handle: Handle) -> int:
         body = await reader.readexactly(int(header[1:]) + 2)
         received += len(header) + len(body)
         handle(body[:-2])
-        await asyncio.sleep(random.uniform(0.9, 1.1))
+        if slot is None:
+            await asyncio.sleep(random.uniform(0.9, 1.1))
+        else:
+            await asyncio.sleep(1.0 - ((time.monotonic() - slot) % 1.0))
     return received
 
 
-async def _measure(ports: list[int], seconds: float, handle: Handle) -> FloorResult:
+async def _measure(ports: list[int], seconds: float, handle: Handle, slots: int = 0) -> FloorResult:
     streams = await asyncio.gather(*(asyncio.open_connection("127.0.0.1", p) for p in ports))
     try:
         async with asyncio.timeout(seconds + GRACE_S):
             until = time.monotonic() + seconds
             cpu, wall = time.process_time(), time.perf_counter()
-            received = await asyncio.gather(*(_watch(s, until, handle) for s in streams))
+            received = await asyncio.gather(
+                *(
+                    _watch(s, until, handle, i % slots / slots if slots else None)
+                    for i, s in enumerate(streams)
+                )
+            )
             cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     finally:
         for _, writer in streams:
@@ -159,9 +169,10 @@ async def _measure(ports: list[int], seconds: float, handle: Handle) -> FloorRes
     )
 
 
-async def measure_floor(ports: list[int], seconds: float) -> FloorResult:
-    """The floor (see the module's docstring) over `seconds`, on the running event loop."""
-    return await _measure(ports, seconds, split_info)
+async def measure_floor(ports: list[int], seconds: float, slots: int = 0) -> FloorResult:
+    """The floor (see the module's docstring) over `seconds`, on the running event loop;
+    with `slots`, its reads on that many slots a second."""
+    return await _measure(ports, seconds, split_info, slots)
 
 
 async def section_sizes(port: int) -> None:
@@ -191,10 +202,13 @@ def _line(name: str, result: FloorResult, what: str) -> str:
     )
 
 
-async def run(ports: list[int], seconds: float) -> None:
+async def run(ports: list[int], seconds: float, slots: int) -> None:
     print(f"{len(ports)} servers, INFO every second for {seconds:.0f} s ({platform.node()})")
     await section_sizes(ports[0])
     print(_line("floor", await measure_floor(ports, seconds), "split into sections and fields"))
+    if slots:
+        slotted = await measure_floor(ports, seconds, slots)
+        print(_line("slots", slotted, f"the floor, its reads on {slots} slots a second"))
     print(_line("raw", await _measure(ports, seconds, _nothing), "the round trip only"))
     print(
         _line(
@@ -209,6 +223,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--servers", type=int, default=100)
     parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument(
+        "--slots", type=int, default=0, help="also measure the floor on this many slots a second"
+    )
     parser.add_argument("--quick", action="store_true", help="5 servers for 3 s")
     args = parser.parse_args()
     if args.quick:
@@ -216,7 +233,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="poll-floor-") as workdir:
         servers = start_servers(args.servers, Path(workdir))
         try:
-            uvloop.run(run([s.port for s in servers], args.seconds))
+            uvloop.run(run([s.port for s in servers], args.seconds, args.slots))
         finally:
             stop_servers(servers)
 

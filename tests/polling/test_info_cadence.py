@@ -12,6 +12,8 @@ import pytest
 from svc_monitor.engine.info import CarriedSections, FieldValue, ParsedInfo, parse_info
 from svc_monitor.pipe.observation import Observation
 from svc_monitor.polling.info_cadence import EVERY_PASS
+from svc_monitor.polling.info_poll import InfoPoller
+from svc_monitor.polling.loop import PollLoop
 from svc_monitor.web.routes.dashboard import overview
 from tests.fixtures.app import AppFactory, RunningApp, target_of
 from tests.fixtures.licensing import SigningKey
@@ -262,3 +264,24 @@ class TestWhatUsersSee:
         later = Observation(CONNECTION, read_at + 9_000, slim)
         assert overview(later, None).uptime_s == uptime + 9
         assert overview(Observation(CONNECTION, read_at, full), None).uptime_s == uptime
+
+
+class _Hooks:
+    """Only what `_next_due` asks of a loop's hooks: the interval."""
+
+    def interval_s(self, kind: Any) -> float:
+        return 1.0
+
+
+class TestSharedGrid:
+    def test_a_healthy_pass_is_due_on_its_slot_whenever_the_last_one_began(self):
+        """Each connection's passes fall on its slot of a grid the process shares, so the
+        event loop wakes for a tenth of the fleet at a time, not once per connection."""
+        kind = InfoPoller.__new__(InfoPoller).kind()
+        loop = PollLoop(kind, _Hooks(), deadline_s=5, slot=0.3)  # type: ignore[arg-type]
+        for started in (100.0, 100.29, 100.31, 100.79, 100.81, 101.5):
+            due = loop._next_due(started, 1.0)
+            assert round(due % 1.0, 6) == 0.3
+            assert started + 0.5 < due <= started + 1.5
+        loop.failures = 1  # backing off: an interval (times the jitter) after it began
+        assert loop._next_due(100.31, 1.05) == pytest.approx(100.31 + 1.0 * 1.05)

@@ -12,6 +12,7 @@ nothing behind in live state.
 
 import asyncio
 import logging
+import zlib
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -29,7 +30,7 @@ from svc_monitor.kit.waiting import wait_quietly
 from svc_monitor.pipe.health import InstanceHealth
 from svc_monitor.pipe.live_view import LiveView
 from svc_monitor.pipe.pipe import Pipe
-from svc_monitor.polling.loop import PollLoop
+from svc_monitor.polling.loop import SLOTS, PollLoop
 from svc_monitor.polling.models import PassSkipped, PollKind, PollTarget
 from svc_monitor.replicas.models import Ownership
 from svc_monitor.runtime_settings.schemas import RuntimeSettingsValues
@@ -203,8 +204,10 @@ class PollSupervisor:
         engine_deadline = (
             self._settings.ENGINE_CONNECT_TIMEOUT_MS + self._settings.ENGINE_COMMAND_TIMEOUT_MS
         ) / 1000
-        # A pass may make a few round trips; each is bounded by the engine deadline.
-        return PollLoop(kind, polled.hooks, deadline_s=engine_deadline * 2)
+        # A pass may make a few round trips; each is bounded by the engine deadline. Every
+        # kind of a connection has the same slot, steady across restarts and replicas.
+        slot = zlib.crc32(polled.connection.id.encode()) % SLOTS / SLOTS
+        return PollLoop(kind, polled.hooks, deadline_s=engine_deadline * 2, slot=slot)
 
     def interval_s(self, kind: PollKind) -> float:
         assert self._values is not None
