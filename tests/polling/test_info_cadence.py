@@ -13,7 +13,7 @@ from svc_monitor.engine.info import CarriedSections, FieldValue, ParsedInfo, par
 from svc_monitor.pipe.observation import Observation
 from svc_monitor.polling.info_cadence import EVERY_PASS
 from svc_monitor.polling.info_poll import InfoPoller
-from svc_monitor.polling.loop import PollLoop
+from svc_monitor.polling.loop import PollLoop, grid_slots
 from svc_monitor.web.routes.dashboard import overview
 from tests.fixtures.app import AppFactory, RunningApp, target_of
 from tests.fixtures.licensing import SigningKey
@@ -267,7 +267,10 @@ class TestWhatUsersSee:
 
 
 class _Hooks:
-    """Only what `_next_due` asks of a loop's hooks: the interval."""
+    """Only what `_next_due` asks of a loop's hooks: the interval and the grid's size."""
+
+    def __init__(self, connections: int = 100) -> None:
+        self.grid_slots = grid_slots(connections)
 
     def interval_s(self, kind: Any) -> float:
         return 1.0
@@ -285,3 +288,16 @@ class TestSharedGrid:
             assert started + 0.5 < due <= started + 1.5
         loop.failures = 1  # backing off: an interval (times the jitter) after it began
         assert loop._next_due(100.31, 1.05) == pytest.approx(100.31 + 1.0 * 1.05)
+
+    def test_a_large_fleet_gets_more_slots_of_about_the_same_size(self):
+        """A thousand connections in ten slots woke a hundred passes at once; the grid grows
+        with the fleet so a slot keeps to about PER_SLOT connections, and a loop's place
+        rounds down to a slot of the grid as it is now."""
+        assert grid_slots(1) == grid_slots(100) == 10
+        assert grid_slots(1000) == 40
+        kind = InfoPoller.__new__(InfoPoller).kind()
+        hooks = _Hooks(1000)
+        loop = PollLoop(kind, hooks, deadline_s=5, slot=0.33)  # type: ignore[arg-type]
+        assert round(loop._next_due(100.0, 1.0) % 1.0, 6) == 0.325
+        hooks.grid_slots = grid_slots(100)  # the fleet shrank: the same loop, a coarser grid
+        assert round(loop._next_due(100.0, 1.0) % 1.0, 6) == 0.3

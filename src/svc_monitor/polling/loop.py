@@ -25,13 +25,22 @@ BACKOFF_CAP_S = 30.0
 IDLE_RECHECK_S = 5.0
 # A pass that starts later than this share of its interval after it was due is late.
 LATE_SHARE = 0.1
-# Healthy passes fall on a grid the whole process shares: each connection has one of this
-# many slots per interval, and every loop of a slot wakes together. An event loop that
-# wakes ten times a second with work for a tenth of the fleet each time spends a fraction
-# of what it spends waking for each connection on its own (bench/poll_floor.py --slots:
-# --servers 100 --seconds 30 --slots 10: 2.6 CPU-s/min each on its own, 1.05 in ten
-# slots, on a 2-core VM).
+# Healthy passes fall on a grid the whole process shares: each connection has one of
+# `grid_slots(n)` slots per interval, and every loop of a slot wakes together. An event
+# loop that wakes ten times a second with work for a tenth of the fleet each time spends a
+# fraction of what it spends waking for each connection on its own (bench/poll_floor.py
+# --slots: --servers 100 --seconds 30 --slots 10: 2.6 CPU-s/min each on its own, 1.05 in
+# ten slots, on a 2-core VM). A large fleet gets more slots, about PER_SLOT connections
+# each: a thousand connections in ten slots woke a hundred passes at once, whose replies
+# then held the loop long enough to make some passes of the next slot late
+# (bench/poll_fanout.py --servers 1000).
 SLOTS = 10
+PER_SLOT = 25
+
+
+def grid_slots(connections: int) -> int:
+    """How many slots an interval has while this many connections are polled."""
+    return max(SLOTS, math.ceil(connections / PER_SLOT))
 
 
 class LoopHooks(Protocol):
@@ -47,6 +56,11 @@ class LoopHooks(Protocol):
         ...
 
     def interval_s(self, kind: PollKind) -> float: ...
+
+    @property
+    def grid_slots(self) -> int:
+        """The slots of the shared grid now (grid_slots of the polled connections)."""
+        ...
 
     def changed(self, timeout_s: float) -> Awaitable[bool]:
         """Sleep up to `timeout_s`; True if the settings changed meanwhile."""
@@ -81,8 +95,9 @@ class PollLoop:
     def __init__(
         self, kind: PollKind, hooks: LoopHooks, *, deadline_s: float, slot: float | None = None
     ) -> None:
-        """`slot`: where in each interval this loop's healthy passes fall, as a share of it
-        (0 <= slot < 1); None keeps each pass an interval after the one before."""
+        """`slot`: where this loop's healthy passes fall, as a share of each interval
+        (0 <= slot < 1), rounded down to a slot of the grid; None keeps each pass an
+        interval after the one before."""
         self.kind = kind
         self._hooks = hooks
         self._deadline_s = deadline_s
@@ -169,7 +184,8 @@ class PollLoop:
         delay = self._delay_s(jitter)
         if self._slot is None or self.failures or self.idle:
             return started + delay
-        offset = self._slot * delay
+        slots = self._hooks.grid_slots
+        offset = math.floor(self._slot * slots) / slots * delay
         return offset + (math.floor((started + delay / 2 - offset) / delay) + 1) * delay
 
     def _does_not_apply(self, target: PollTarget) -> bool:

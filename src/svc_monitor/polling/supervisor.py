@@ -30,7 +30,7 @@ from svc_monitor.kit.waiting import wait_quietly
 from svc_monitor.pipe.health import InstanceHealth
 from svc_monitor.pipe.live_view import LiveView
 from svc_monitor.pipe.pipe import Pipe
-from svc_monitor.polling.loop import SLOTS, PollLoop
+from svc_monitor.polling.loop import PollLoop, grid_slots
 from svc_monitor.polling.models import PassSkipped, PollKind, PollTarget
 from svc_monitor.replicas.models import Ownership
 from svc_monitor.runtime_settings.schemas import RuntimeSettingsValues
@@ -205,8 +205,9 @@ class PollSupervisor:
             self._settings.ENGINE_CONNECT_TIMEOUT_MS + self._settings.ENGINE_COMMAND_TIMEOUT_MS
         ) / 1000
         # A pass may make a few round trips; each is bounded by the engine deadline. Every
-        # kind of a connection has the same slot, steady across restarts and replicas.
-        slot = zlib.crc32(polled.connection.id.encode()) % SLOTS / SLOTS
+        # kind of a connection has the same place on the grid, steady across restarts and
+        # replicas (the grid's slots follow the fleet's size: polling/loop.py).
+        slot = zlib.crc32(polled.connection.id.encode()) / 2**32
         return PollLoop(kind, polled.hooks, deadline_s=engine_deadline * 2, slot=slot)
 
     def interval_s(self, kind: PollKind) -> float:
@@ -287,6 +288,10 @@ class _Hooks:
 
     def interval_s(self, kind: PollKind) -> float:
         return self._supervisor.interval_s(kind)
+
+    @property
+    def grid_slots(self) -> int:
+        return grid_slots(len(self._supervisor._polled))
 
     def changed(self, timeout_s: float) -> Awaitable[bool]:
         # The supervisor's own coroutine, not one wrapped in ours: a frame less per sleep.
