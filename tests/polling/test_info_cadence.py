@@ -294,10 +294,10 @@ class TestSharedGrid:
         with the fleet so a slot keeps to about PER_SLOT connections, and a loop's place
         rounds down to a slot of the grid as it is now."""
         assert grid_slots(1) == grid_slots(100) == 10
-        assert grid_slots(1000) == 40
+        assert grid_slots(1000) == 20
         kind = InfoPoller.__new__(InfoPoller).kind()
         hooks = _Hooks(1000)
-        loop = PollLoop(kind, hooks, deadline_s=5, slot=0.33)  # type: ignore[arg-type]
-        assert round(loop._next_due(100.0, 1.0) % 1.0, 6) == 0.325
+        loop = PollLoop(kind, hooks, deadline_s=5, slot=0.37)  # type: ignore[arg-type]
+        assert round(loop._next_due(100.0, 1.0) % 1.0, 6) == 0.35
         hooks.grid_slots = grid_slots(100)  # the fleet shrank: the same loop, a coarser grid
         assert round(loop._next_due(100.0, 1.0) % 1.0, 6) == 0.3
