@@ -65,6 +65,10 @@ class Database:
         # behind every request's work (storage/storage_thread.py).
         self.inserts = InsertBatcher(self._run_in_background)
         self.write_health = WriteHealth()
+        # When the last transaction that completed had started (ms since the epoch), set
+        # where it ran: on the storage thread, that is storage's own clock, not the event
+        # loop's. /health reads it when its lookup seemed to time out (system/service.py).
+        self.last_answer_started_ms: int | None = None
         self._closed = False
 
     @classmethod
@@ -137,15 +141,21 @@ class Database:
 
     async def _transaction(self, work: Callable[[Connection], T], *, background: bool) -> T:
         if self._async_engine is not None:
+            started_ms = _now_ms()
             async with self._async_engine.begin() as conn:
-                return await conn.run_sync(work)
+                result = await conn.run_sync(work)
+            self.last_answer_started_ms = started_ms
+            return result
         assert self._sync_engine is not None
         assert self._thread is not None
         engine = self._sync_engine
 
         def in_thread() -> T:
+            started_ms = _now_ms()
             with engine.begin() as conn:
-                return work(conn)
+                result = work(conn)
+            self.last_answer_started_ms = started_ms  # one attribute store: atomic
+            return result
 
         with thread_at_work():
             return await asyncio.wrap_future(self._thread.submit(in_thread, background=background))
