@@ -260,10 +260,14 @@ class TestSemconvMode:
             redis = metrics_of(latest[address(fleet.redis)])
             valkey = metrics_of(latest[address(fleet.valkey)])
             node = metrics_of(latest[address(fleet.cluster_node)])
+            # Built after an export had finished, as the scrape below is: the exporter's
+            # own figures (its last duration) exist only from then on.
+            monitor = metrics_of(latest["svc-monitor"])
             return (
                 "redis.cmd.calls" in redis
                 and "svc.client.connections" in valkey
                 and "valkey.cluster.known_nodes" in node
+                and "svc_otlp_export_last_duration_seconds" in monitor
             )
 
         async with exporting_app(
