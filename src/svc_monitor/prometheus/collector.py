@@ -41,26 +41,49 @@ _CMDSTAT = "cmdstat_"
 
 
 class Rows:
-    """One family's samples as plain (label values, value) pairs.
+    """One family's samples as plain label values and values, in two parallel lists.
 
     prometheus_client's families build a named tuple and a label dict per sample, about
-    two thirds of a scrape's time at 100 connections; the text writer reads these rows
+    two thirds of a scrape's time at 100 connections; the text writer reads these lists
     directly, and `metric()` makes the prometheus_client family when one is needed (the
-    OTLP export).
+    OTLP export). A family labelled by the connection alone (most of them) keeps each
+    sample's host:port as it is, not in a list or tuple of its own: at a thousand
+    connections a scrape holds ~50,000 such samples at once, and each container was one
+    more object for the garbage collector to walk.
     """
 
-    __slots__ = ("family", "rows")
+    __slots__ = ("family", "keys", "single", "values")
 
     def __init__(self, family: Family) -> None:
         self.family = family
-        self.rows: list[tuple[Sequence[str], float]] = []
+        self.single = not family.labels  # labelled by `connection` alone
+        # The connection's host:port when `single`, else every label value in order.
+        self.keys: list[str | tuple[str, ...]] = []
+        self.values: list[float] = []
+
+    def add(self, address: str, value: float) -> None:
+        """A sample of a family labelled by the connection alone."""
+        self.keys.append(address)
+        self.values.append(value)
 
     def add_metric(self, labels: Sequence[str], value: float) -> None:
-        self.rows.append((labels, value))
+        self.keys.append(labels[0] if self.single else tuple(labels))
+        self.values.append(value)
+
+    def __len__(self) -> int:
+        return len(self.values)
 
     @property
-    def samples(self) -> list[tuple[Sequence[str], float]]:
-        return self.rows
+    def rows(self) -> list[tuple[tuple[str, ...], float]]:
+        """Each sample as (label values, value): for tests and the OTLP export."""
+        keys = ((k,) if isinstance(k, str) else k for k in self.keys)
+        return list(zip(keys, self.values, strict=True))
+
+    @property
+    def samples(self) -> list[float]:
+        """The values: as a family's `samples`, empty when it has none (the scrape leaves
+        an empty family out)."""
+        return self.values
 
     def metric(self) -> Metric:
         names = ["connection", *self.family.labels]
@@ -150,7 +173,7 @@ class LiveStateCollector:
             for node in nodes:
                 value = node.info.get_float(spec.section, spec.field)
                 if value is not None:  # a field the engine lacks: no series, not 0
-                    family.add_metric([node.address], value * spec.scale)
+                    family.add(node.address, value * spec.scale)
             yield family
         yield from self._replication(nodes)
         yield from self._persistence(nodes)
@@ -172,16 +195,16 @@ class LiveStateCollector:
             replica = info.get_str("replication", "role") == "slave"
             field = "slave_repl_offset" if replica else "master_repl_offset"
             if (value := info.get_float("replication", field)) is not None:
-                offset.add_metric([node.address], value)
+                offset.add(node.address, value)
             if not replica:
                 if (ratio := self._buffer_ratio(node)) is not None:
-                    buffer_ratio.add_metric([node.address], ratio)
+                    buffer_ratio.add(node.address, ratio)
                 continue
             if (status := info.get_str("replication", "master_link_status")) is not None:
-                link_up.add_metric([node.address], 1.0 if status == "up" else 0.0)
+                link_up.add(node.address, 1.0 if status == "up" else 0.0)
             io = info.get_float("replication", "master_last_io_seconds_ago")
             if io is not None and io >= 0:  # -1 while the link is down: no reading
-                last_io.add_metric([node.address], io)
+                last_io.add(node.address, io)
         yield from (offset, link_up, last_io, buffer_ratio)
 
     def _buffer_ratio(self, node: _Node) -> float | None:
@@ -208,7 +231,7 @@ class LiveStateCollector:
             family = _new(spec)
             for node in nodes:
                 if (status := node.info.get_str("persistence", field)) is not None:
-                    family.add_metric([node.address], 1.0 if status == "ok" else 0.0)
+                    family.add(node.address, 1.0 if status == "ok" else 0.0)
             yield family
 
     def _keyspace(self, nodes: list[_Node]) -> Iterator[Rows | Metric | None]:
@@ -236,9 +259,9 @@ class LiveStateCollector:
                 if isinstance(n := fields.get("avg_ttl"), int | float):
                     ttl.add_metric(labels, n / 1000)
             if all_keys is not None:
-                total.add_metric([node.address], all_keys)
+                total.add(node.address, all_keys)
             if all_expiring is not None:
-                expiring.add_metric([node.address], all_expiring)
+                expiring.add(node.address, all_expiring)
         yield from (total, expiring, keys, expires, ttl)
 
     # --- other polls' facts (on the connection's own host:port) ---
@@ -275,7 +298,7 @@ class LiveStateCollector:
             for family, field in families:
                 value = facts.info.get(field)
                 if isinstance(value, int):
-                    family.add_metric([node.address], value)
+                    family.add(node.address, value)
             if not self._full:
                 continue
             for slot in facts.top_slots:
@@ -307,14 +330,14 @@ class LiveStateCollector:
             slowlog = self._live_state.facts(node.connection_id, SlowlogFacts)
             if slowlog is not None and slowlog.at_ms >= self._oldest_ms:
                 if slowlog.length is not None:
-                    length.add_metric([node.address], slowlog.length)
+                    length.add(node.address, slowlog.length)
                 if slowlog.last_id is not None:
-                    last_id.add_metric([node.address], slowlog.last_id)
+                    last_id.add(node.address, slowlog.last_id)
                 _patterns(pattern_families, node.address, slowlog.patterns)
             commandlog = self._live_state.facts(node.connection_id, CommandlogFacts)
             if commandlog is not None and commandlog.at_ms >= self._oldest_ms:
-                large_request.add_metric([node.address], commandlog.large_request)
-                large_reply.add_metric([node.address], commandlog.large_reply)
+                large_request.add(node.address, commandlog.large_request)
+                large_reply.add(node.address, commandlog.large_reply)
                 for pattern in commandlog.large_request_patterns:
                     request_patterns.add_metric([node.address, pattern.pattern], pattern.count)
                 for pattern in commandlog.large_reply_patterns:
@@ -331,15 +354,15 @@ class LiveStateCollector:
             yield None
             acl = self._live_state.facts(node.connection_id, AclFacts)
             if acl is not None and acl.at_ms >= self._oldest_ms:
-                denied.add_metric([node.address], acl.denied)
+                denied.add(node.address, acl.denied)
                 for reason, n in acl.by_reason.items():
                     by_reason.add_metric([node.address, reason], n)
                 for user, n in acl.by_user.items():
                     by_user.add_metric([node.address, user], n)
             clients = self._live_state.facts(node.connection_id, ClientFacts)
             if clients is not None and clients.at_ms >= self._oldest_ms:
-                current.add_metric([node.address], clients.current)
-                peak.add_metric([node.address], clients.peak)
+                current.add(node.address, clients.current)
+                peak.add(node.address, clients.peak)
                 for name, n in clients.by_name.items():
                     by_name.add_metric([node.address, name], n)
                 for user, n in clients.by_user.items():
@@ -358,13 +381,13 @@ class LiveStateCollector:
                 continue
             latest = self._live_state.latest(connection.id)
             answered = latest is not None and latest.received_at_ms >= fresh_after
-            stale.add_metric([connection.address], 0.0 if answered else 1.0)
+            stale.add(connection.address, 0.0 if answered else 1.0)
         yield stale
         counts = self._live_state.polls
         rejected = _new(c.INFO_VALUES_REJECTED)
         for connection in self._connections:
             if (n := counts.rejected.get(connection.id)) is not None:
-                rejected.add_metric([connection.address], n)
+                rejected.add(connection.address, n)
         yield rejected
         if not self._full:
             return
