@@ -92,8 +92,13 @@ class Rows:
             family = CounterMetricFamily(self.family.name, self.family.help, labels=names)
         else:
             family = GaugeMetricFamily(self.family.name, self.family.help, labels=names)
-        for labels, value in self.rows:
-            family.add_metric(labels, value)
+        add = family.add_metric
+        if self.single:
+            for address, value in zip(self.keys, self.values, strict=True):
+                add((address,), value)  # type: ignore[arg-type]
+        else:
+            for labels, value in zip(self.keys, self.values, strict=True):
+                add(labels, value)
         return family
 
 
