@@ -218,7 +218,7 @@ def writer_ms(connections: int = 1000) -> tuple[int, float]:
             for i, command in enumerate(commands):
                 rows.add_metric([address, command], float(i))
         families.append(rows)
-    best, out = float("inf"), []
+    best, out = float("inf"), list[str]()
     for _ in range(5):
         out = []
         started = time.perf_counter()
