@@ -16,6 +16,7 @@ pytest_plugins = [
     "tests.fixtures.private_postgres",
     "tests.fixtures.sshd",
     "tests.fixtures.axe",
+    "tests.fixtures.search_module",
 ]
 
 

@@ -199,6 +199,8 @@ class Settings(BaseSettings):
     """SCAN batch size of key analytics."""
     KEY_ANALYTICS_INTERVAL_MS: PositiveMs = 300000
     """Key analytics interval."""
+    VECTOR_INDEX_POLL_INTERVAL_MS: PositiveMs = 60000
+    """FT._LIST and FT.INFO of every search index (seeds vectorIndexPollIntervalMs)."""
     # CVE scanning (cve/): where dataset updates come from (unset: ENTITLEMENT_URL +
     # /v1/cve-dataset; never asked when air-gapped), how often, and the dataset age in days
     # past which svc_cve_dataset_stale is 1.

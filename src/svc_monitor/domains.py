@@ -42,6 +42,7 @@ FEATURE: tuple[str, ...] = (
     "slowlog",
     "system",
     "traces",
+    "vector_search",
     "webhooks",
 )
 

@@ -32,6 +32,7 @@ from svc_monitor.services import Features, Services
 from svc_monitor.slowlog import part as slowlog
 from svc_monitor.storage.retention import MEMORY_ROW_CAP, HistoryRetention
 from svc_monitor.traces import part as traces
+from svc_monitor.vector_search import part as vector_search
 from svc_monitor.webhooks import part as webhooks
 
 # In pipe order (the consumers), poll and INFO rider order, and the order their tasks
@@ -54,6 +55,7 @@ PARTS: tuple[Callable[[Registry], Part], ...] = (
     cluster.part,
     detection.config_watch,
     key_analytics.part,
+    vector_search.part,
     traces.feature,
     webhooks.feature,
     replicas.feature,

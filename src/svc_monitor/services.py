@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     from svc_monitor.system.service import HealthService
     from svc_monitor.system.version_check import VersionService
     from svc_monitor.traces.service import TraceService
+    from svc_monitor.vector_search.service import VectorSearchService
     from svc_monitor.webhooks.dispatcher import WebhookDispatcher
     from svc_monitor.webhooks.service import WebhookService
     from svc_monitor.webhooks.worker import DeliveryWorker
@@ -121,6 +122,7 @@ class Features:
     monitor: "MonitorService"  # MONITOR captures (console/monitor/)
     forecast: "ForecastService"  # capacity forecasts and their limit alerts (forecast/)
     key_analytics: "KeyAnalyticsService"  # key patterns, sizes, hot keys (key_analytics/)
+    vector_search: "VectorSearchService"  # search indexes and their history (vector_search/)
     retention: "HistoryRetention"
     commandstats: "CommandstatsService"  # commandstats history (commandstats/)
     cve: "CveService"  # CVE and end-of-life scanning (cve/)

@@ -28,6 +28,7 @@ ALL_CAPABILITIES = {
     "hasConfig": True,
     "hasSlowLog": True,
     "hasMonitor": True,
+    "hasVectorSearch": False,  # no search engine loaded
 }
 REDIS_CAPABILITIES = {
     **ALL_CAPABILITIES,
@@ -141,6 +142,34 @@ class TestDetect:
         assert identity.capabilities.to_api() == ALL_CAPABILITIES
         assert identity.cluster_enabled is False
         assert identity.role == "master"
+        # No search engine is the usual case: not a refused command, and said as such.
+        assert identity.capabilities.refusals == ()
+        assert (
+            "no search engine" in unavailable_reason(identity.capabilities, "vector_search").lower()
+        )
+
+    async def test_a_search_engine_gives_vector_search(
+        self, detect_on: Detector, search_server: RunningServer
+    ) -> None:
+        async with detect_on(search_server) as identity:
+            pass
+        assert identity.capabilities.to_api() == {**ALL_CAPABILITIES, "hasVectorSearch": True}
+
+    async def test_a_user_denied_ft_list_lacks_vector_search_and_is_told_why(
+        self, detect_on: Detector, search_server: RunningServer
+    ) -> None:
+        with search_server.client() as admin:
+            admin.execute_command(
+                "ACL", "SETUSER", "nosearch", "on", ">nosearch-pw-1", "~*", "+@all", "-ft._list"
+            )
+        async with detect_on(
+            search_server, username="nosearch", password="nosearch-pw-1"
+        ) as identity:
+            pass
+        assert identity.capabilities.has_vector_search is False
+        reason = unavailable_reason(identity.capabilities, "vector_search")
+        assert "not allowed" in reason
+        assert "NOPERM" in reason
 
     @pytest.mark.parametrize(
         ("fixture", "version_prefix"),

@@ -9,6 +9,7 @@ DEFAULTS = {
     "anomalyCacheTtlMs": 3600000,
     "anomalyPrometheusIntervalMs": 30000,
     "fullInfoIntervalMs": 10000,
+    "vectorIndexPollIntervalMs": 60000,
     "retentionDays": None,  # LOCAL_RETENTION_DAYS unset: keep everything
 }
 

@@ -198,6 +198,8 @@ RULES: dict[str, Access] = {
     "PUT /api/metric-forecasting/{metricKind}/settings": ADMIN,
     "GET /api/key-analytics/patterns": MEMBER,
     "GET /api/key-analytics/summary": MEMBER,
+    "GET /api/vector-search/indexes": MEMBER,
+    "GET /api/vector-search/snapshots": MEMBER,
     "GET /api/anomaly/events": MEMBER,
     "GET /api/anomaly/groups": MEMBER,
     "GET /api/anomaly/buffers": MEMBER,

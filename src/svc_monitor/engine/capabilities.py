@@ -29,6 +29,7 @@ Feature = Literal[
     "latency",
     "memory_doctor",
     "slot_stats",
+    "vector_search",
 ]
 
 # Replies that mean "you cannot use this command here", as opposed to "wrong use of it" or
@@ -57,6 +58,7 @@ COMMANDS: dict[Feature, str] = {
     "latency": "LATENCY",
     "memory_doctor": "MEMORY DOCTOR",
     "slot_stats": "CLUSTER SLOT-STATS",
+    "vector_search": "FT._LIST",
 }
 
 _FLAGS: dict[Feature, str] = {
@@ -68,6 +70,7 @@ _FLAGS: dict[Feature, str] = {
     "latency": "has_latency_monitor",
     "memory_doctor": "has_memory_doctor",
     "slot_stats": "has_slot_stats",
+    "vector_search": "has_vector_search",
 }
 
 
@@ -84,6 +87,9 @@ class Capabilities:
     has_config: bool = False
     has_slow_log: bool = False
     has_monitor: bool = False
+    # A search engine answers FT._LIST: the RediSearch module, Valkey Search or Redis 8's
+    # built-in search (docs/features/vector-search.md).
+    has_vector_search: bool = False
     # (feature, the server's words) for each probe the server refused: what the panels and
     # the 501s quote. Not part of the API shape, which is booleans only.
     refusals: tuple[tuple[Feature, str], ...] = field(default=(), compare=False)
@@ -99,6 +105,7 @@ class Capabilities:
             "hasConfig": self.has_config,
             "hasSlowLog": self.has_slow_log,
             "hasMonitor": self.has_monitor,
+            "hasVectorSearch": self.has_vector_search,
         }
 
     def has(self, feature: Feature) -> bool:
@@ -150,6 +157,9 @@ async def detect(client: EngineClient, *, forced_type: EngineType | None = None)
         # COMMAND INFO answers nil for a command renamed away. A provider that lists it and
         # refuses it anyway is caught by the MONITOR console's own preflight.
         "monitor": ["COMMAND", "INFO", "MONITOR"],
+        # Answered by every search engine (the names of its indexes), refused as an unknown
+        # command where none is loaded.
+        "vector_search": ["FT._LIST"],
     }
     if engine == "valkey" or at_least(4, 0):
         probes["memory_doctor"] = ["MEMORY", "DOCTOR"]
@@ -170,11 +180,12 @@ async def detect(client: EngineClient, *, forced_type: EngineType | None = None)
         has_config=_usable(replies.get("config")),
         has_slow_log=_usable(replies.get("slow_log")),
         has_monitor=_listed(replies.get("monitor")),
+        has_vector_search=_usable(replies.get("vector_search")),
         # COMMAND INFO refused says nothing of MONITOR, so it is nobody's refusal.
         refusals=tuple(
             (name, reply.message)
             for name, reply in replies.items()
-            if name != "monitor" and _refused(reply)
+            if name != "monitor" and _refused(reply) and not _no_search_engine(name, reply)
         ),
     )
     _log_missing(client.target.address, capabilities)
@@ -213,6 +224,11 @@ def unavailable_reason(capabilities: Capabilities, feature: Feature) -> str:
     """Why `feature` is missing, for people: which command, what usually causes it, and the
     server's own words when its probe was refused."""
     command = COMMANDS[feature]
+    if feature == "vector_search" and capabilities.refusal(feature) is None:
+        return (
+            "No search engine answers on this server: FT._LIST is unknown, so neither the "
+            "RediSearch module, Valkey Search nor Redis 8's built-in search is loaded"
+        )
     refusal = capabilities.refusal(feature)
     if refusal is not None and refusal.upper().startswith("NOPERM"):
         return (
@@ -224,6 +240,12 @@ def unavailable_reason(capabilities: Capabilities, feature: Feature) -> str:
         "(managed providers disable it on some plans)"
     )
     return f"{reason}. The server answered: {refusal}" if refusal else reason
+
+
+def _no_search_engine(name: Feature, reply: EngineError) -> bool:
+    """FT._LIST unknown: no search engine is loaded, which most servers are (not a command
+    someone took away, so neither logged nor quoted as a refusal). Denied stays a refusal."""
+    return name == "vector_search" and not reply.message.upper().startswith("NOPERM")
 
 
 def _refused(reply: Any) -> bool:

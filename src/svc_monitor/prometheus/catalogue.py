@@ -14,8 +14,8 @@ show with it. `full` families appear only with METRICS_EXPORT_PROFILE=full: the
 high-cardinality ones (per pattern, per slot, per client name or user) and the
 diagnostic ones (poll counts and durations).
 
-Families of features not built yet (vector indexes, inference, OTLP ingest) are not
-listed: they are absent, never zero.
+Families of features not built yet (inference, OTLP ingest) are not listed: they are
+absent, never zero.
 """
 
 from dataclasses import dataclass
@@ -409,6 +409,26 @@ KEY_CARDINALITY = _gauge(
     "type",
     full=True,
 )
+VECTOR_INDEX_DOCS = _gauge(
+    "svc_vector_index_docs", "Documents in a search index (FT.INFO num_docs).", "index"
+)
+VECTOR_INDEX_MEMORY = _gauge(
+    "svc_vector_index_memory_bytes",
+    "Memory of a search index, its vector indexes included (absent where the engine "
+    "reports no sizes).",
+    "index",
+)
+VECTOR_INDEX_FAILURES = _gauge(
+    "svc_vector_index_indexing_failures",
+    "Documents a search index failed to index since it was created (hash_indexing_failures).",
+    "index",
+)
+VECTOR_INDEX_PERCENT_INDEXED = _gauge(
+    "svc_vector_index_percent_indexed",
+    "How much of the existing keys a search index's backfill has indexed, 0 to 100.",
+    "index",
+)
+
 KEYSIZE_BUCKET_KEYS = _gauge(
     "svc_keysize_bucket_keys",
     "Estimated keys of one type whose MEMORY USAGE is at most `bucket` bytes.",
@@ -617,6 +637,10 @@ FAMILIES: tuple[Family, ...] = (
     KEY_MEMORY,
     KEY_CARDINALITY,
     KEYSIZE_BUCKET_KEYS,
+    VECTOR_INDEX_DOCS,
+    VECTOR_INDEX_MEMORY,
+    VECTOR_INDEX_FAILURES,
+    VECTOR_INDEX_PERCENT_INDEXED,
     ANOMALY_EVENTS,
     ANOMALY_EVENTS_CURRENT,
     ANOMALY_BY_SEVERITY,

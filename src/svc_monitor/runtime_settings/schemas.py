@@ -1,4 +1,4 @@
-"""The runtime settings operators change without a restart: six intervals, and the
+"""The runtime settings operators change without a restart: seven intervals, and the
 history retention window LOCAL_RETENTION_DAYS seeds (`/settings` in
 docs/features/http-api.md#health-readiness-and-liveness)."""
 
@@ -44,6 +44,7 @@ class RuntimeSettingsValues(BaseModel):
     anomalyCacheTtlMs: Interval
     anomalyPrometheusIntervalMs: Interval
     fullInfoIntervalMs: FullInfoInterval
+    vectorIndexPollIntervalMs: Interval
     retentionDays: RetentionDays | None
 
 
@@ -66,6 +67,7 @@ class RuntimeSettingsUpdate(BaseModel):
     anomalyCacheTtlMs: Interval | None = None
     anomalyPrometheusIntervalMs: Interval | None = None
     fullInfoIntervalMs: FullInfoInterval | None = None
+    vectorIndexPollIntervalMs: Interval | None = None
     retentionDays: RetentionDays | None = None
 
     def changes(self) -> dict[str, Any]:

@@ -39,6 +39,7 @@ class RuntimeSettingsService:
             anomalyCacheTtlMs=s.ANOMALY_CACHE_TTL_MS,
             anomalyPrometheusIntervalMs=s.ANOMALY_PROMETHEUS_INTERVAL_MS,
             fullInfoIntervalMs=s.FULL_INFO_INTERVAL_MS,
+            vectorIndexPollIntervalMs=s.VECTOR_INDEX_POLL_INTERVAL_MS,
             retentionDays=s.LOCAL_RETENTION_DAYS,
         )
 

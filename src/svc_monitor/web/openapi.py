@@ -42,6 +42,8 @@ TAG_DESCRIPTIONS: dict[str, str] = {
     "audit": "The ACL LOG and its stored trail: failed sign-ins and denied commands.",
     "monitor": "MONITOR captures: start, tail, stop and export.",
     "key analytics": "Key patterns and sizes sampled from the keyspace (Pro).",
+    "vector search": "Search indexes where a search engine is loaded: documents, memory, "
+    "indexing failures and backfill progress, live and stored.",
     "anomaly detection": "Anomalies found in the metrics and their correlated groups (Pro).",
     "metric forecasting": "Projections of a metric to its ceiling, and their alert settings.",
     "security": "Known CVEs and advisories for each connection's engine version.",

@@ -66,6 +66,12 @@ FIELDS = (
         "How often CLIENT LIST is sampled for the client analytics charts.",
     ),
     Field(
+        "vectorIndexPollIntervalMs",
+        "Vector index poll interval",
+        "VECTOR_INDEX_POLL_INTERVAL_MS",
+        "How often each search index's FT.INFO is read where a search engine is loaded.",
+    ),
+    Field(
         "anomalyCacheTtlMs",
         "Anomaly cache lifetime",
         "ANOMALY_CACHE_TTL_MS",

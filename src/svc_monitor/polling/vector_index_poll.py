@@ -1,0 +1,112 @@
+"""One vector index pass: FT._LIST, then FT.INFO of each index, where a search engine is
+loaded (docs/features/vector-search.md)."""
+
+import logging
+from typing import Any
+
+from svc_monitor.config import Settings
+from svc_monitor.engine.errors import EngineError
+from svc_monitor.engine.search_index import SearchIndexInfo, parse_ft_info, parse_ft_list
+from svc_monitor.events import now_ms
+from svc_monitor.polling.models import PollKind, PollTarget
+from svc_monitor.runtime_settings.schemas import RuntimeSettingsValues
+from svc_monitor.vector_search.service import IndexPoll, SearchModule, VectorSearchService
+
+logger = logging.getLogger(__name__)
+
+# FT.INFO calls per round trip: each walks one index's statistics on the server's main
+# thread, so a server with many indexes gets them in small batches, not all in one go.
+FT_INFO_BATCH = 16
+# Indexes read per pass; a server with more shows the first ones by name (logged once).
+MAX_INDEXES = 256
+
+
+class VectorIndexPoller:
+    """Reads every search index's FT.INFO into vector index history and the live view."""
+
+    def __init__(self, vector_search: VectorSearchService) -> None:
+        self._vector_search = vector_search
+        self._modules: dict[str, SearchModule | None] = {}
+        self._capped: set[str] = set()
+
+    async def poll(self, target: PollTarget) -> None:
+        connection_id = target.connection.id
+        client = target.client
+        commands: list[list[Any]] = [["FT._LIST"]]
+        first = connection_id not in self._modules
+        if first:
+            commands.append(["MODULE", "LIST"])
+        replies = await client.try_each(commands)
+        if isinstance(replies[0], EngineError):
+            logger.debug("%s: FT._LIST refused: %s", connection_id, replies[0].message)
+            return
+        if first:
+            self._modules[connection_id] = _search_module(replies[1])
+        names = parse_ft_list(replies[0])
+        if len(names) > MAX_INDEXES:
+            if connection_id not in self._capped:
+                self._capped.add(connection_id)
+                logger.warning(
+                    "%s: %d search indexes; the first %d by name are read",
+                    connection_id, len(names), MAX_INDEXES,
+                )  # fmt: skip
+            names = names[:MAX_INDEXES]
+        indexes: list[SearchIndexInfo] = []
+        for start in range(0, len(names), FT_INFO_BATCH):
+            batch = names[start : start + FT_INFO_BATCH]
+            infos = await client.try_each([["FT.INFO", name] for name in batch])
+            for name, reply in zip(batch, infos, strict=True):
+                if isinstance(reply, EngineError):
+                    # Dropped between FT._LIST and FT.INFO ("Unknown index name"): not shown.
+                    logger.debug("%s: FT.INFO %s: %s", connection_id, name, reply.message)
+                    continue
+                indexes.append(parse_ft_info(name, reply))
+        module = self._modules.get(connection_id)
+        self._vector_search.record(connection_id, IndexPoll(now_ms(), module, tuple(indexes)))
+
+    async def forget(self, connection_id: str) -> None:
+        # Removed or edited: the next pass asks MODULE LIST again.
+        self._modules.pop(connection_id, None)
+        self._capped.discard(connection_id)
+        self._vector_search.forget(connection_id)
+
+    def kind(self) -> PollKind:
+        return PollKind(
+            name="vector_index",
+            interval_ms=_interval,
+            poll=self.poll,
+            applies=_applies,
+            forget=self.forget,
+        )
+
+
+def _applies(target: PollTarget) -> bool:
+    identity = target.identity
+    return identity is not None and identity.capabilities.has_vector_search
+
+
+def _interval(values: RuntimeSettingsValues, _: Settings) -> int:
+    return values.vectorIndexPollIntervalMs
+
+
+def _search_module(reply: Any) -> SearchModule | None:
+    """The search engine in MODULE LIST (RediSearch and Valkey Search are both `search`;
+    Redis 8 lists its built-in one as `search` too). None when refused or not listed."""
+    if not isinstance(reply, list):
+        return None
+    for entry in reply:
+        fields = (
+            dict(zip(entry[::2], entry[1::2], strict=False)) if isinstance(entry, list) else entry
+        )
+        if not isinstance(fields, dict):
+            continue
+        fields = {_text(k): v for k, v in fields.items()}
+        name = _text(fields.get("name", ""))
+        if name.lower() == "search":
+            version = fields.get("ver")
+            return SearchModule(name=name, version=None if version is None else _text(version))
+    return None
+
+
+def _text(value: Any) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)

@@ -1,0 +1,51 @@
+"""Vector search routes (under /api): the search indexes of a live connection, as the
+last vector index poll read them, and their history."""
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from svc_monitor.api.error_responses import error_responses
+from svc_monitor.api.params import HistoryPage
+from svc_monitor.connections.dependencies import LiveConnection
+from svc_monitor.vector_search.dependencies import VectorSearchDep
+from svc_monitor.vector_search.schemas import VectorIndexesRead, VectorIndexSnapshotRead
+
+router = APIRouter(tags=["vector search"])
+
+# 409: a push connection (no command reaches it); 501: no search engine on the server.
+_ERRORS = error_responses(404, 409, 422, 501)
+
+
+@router.get("/vector-search/indexes", response_model=VectorIndexesRead, responses=_ERRORS)
+async def list_vector_indexes(
+    connection: LiveConnection, vector_search: VectorSearchDep
+) -> VectorIndexesRead:
+    """Every search index of the selected connection with its documents, memory, indexing
+    failures, progress and vector fields, as the last vector index poll read them
+    (every `vectorIndexPollIntervalMs`, 60 s by default). 501 where no search engine
+    (RediSearch, Valkey Search, Redis 8's search) answers FT._LIST."""
+    return await vector_search.indexes(connection)
+
+
+@router.get(
+    "/vector-search/snapshots", response_model=list[VectorIndexSnapshotRead], responses=_ERRORS
+)
+async def list_vector_index_snapshots(
+    connection: LiveConnection,
+    vector_search: VectorSearchDep,
+    page: HistoryPage,
+    index: Annotated[
+        str | None, Query(max_length=256, description="one index; absent means all")
+    ] = None,
+) -> list[VectorIndexSnapshotRead]:
+    """Stored vector index snapshots of the selected connection, oldest first: one row per
+    index per poll, kept for the retention window."""
+    return await vector_search.history(
+        connection,
+        index,
+        since=page.since,
+        until=page.until,
+        limit=page.limit,
+        offset=page.offset,
+    )

@@ -1,0 +1,31 @@
+"""The vector search domain's part: search indexes polled, kept, served and scraped."""
+
+from svc_monitor.parts import Part, Registry, Watched, addresses
+from svc_monitor.polling.models import PollKind
+from svc_monitor.polling.vector_index_poll import VectorIndexPoller
+from svc_monitor.prometheus.families.vector_search import VectorIndexCollector
+from svc_monitor.services import Services
+from svc_monitor.vector_search.api import router
+from svc_monitor.vector_search.service import VectorSearchService
+from svc_monitor.vector_search.store import HISTORY_TABLES, VectorIndexStore
+
+
+def part(registry: Registry) -> Part:
+    s = registry.get(Services)
+    vector_search = registry.add(
+        VectorSearchService,
+        VectorSearchService(VectorIndexStore(s.db), s.connections, s.runtime_settings),
+    )
+
+    def poll_kinds() -> list[PollKind]:
+        return [VectorIndexPoller(vector_search).kind()]
+
+    return Part(
+        name="vector search",
+        routers=(router,),
+        poll_kinds=poll_kinds,
+        collectors=lambda: [
+            VectorIndexCollector(vector_search, lambda: addresses(registry.get(Watched).polled()))
+        ],
+        history_tables=HISTORY_TABLES,
+    )
