@@ -10,6 +10,7 @@ import socket
 import subprocess
 import time
 from collections import Counter
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,8 +29,9 @@ class Server:
     process: subprocess.Popen[bytes]
 
 
-def start_servers(count: int, workdir: Path) -> list[Server]:
-    """Start `count` servers, each on a port the kernel just gave us, and wait for all.
+def start_servers(count: int, workdir: Path, extra: Sequence[str] = ()) -> list[Server]:
+    """Start `count` servers, each on a port the kernel just gave us, and wait for all;
+    `extra` are more command-line options (`--loadmodule <path>`).
 
     Started from this thread: a child asks to die with the thread that started it
     (PR_SET_PDEATHSIG), so one started from a pool thread would die with that thread."""
@@ -43,6 +45,7 @@ def start_servers(count: int, workdir: Path) -> list[Server]:
             "--bind", "127.0.0.1", "--port", str(port),
             "--hz", "1", "--save", "", "--appendonly", "no",
             "--dir", str(data), "--logfile", str(data / "valkey.log"),
+            *extra,
         ]  # fmt: skip
         process = subprocess.Popen(
             command,

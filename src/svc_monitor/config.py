@@ -201,6 +201,8 @@ class Settings(BaseSettings):
     """Key analytics interval."""
     VECTOR_INDEX_POLL_INTERVAL_MS: PositiveMs = 60000
     """FT._LIST and FT.INFO of every search index (seeds vectorIndexPollIntervalMs)."""
+    VECTOR_BACKFILL_ALERT_MS: PositiveMs = 600000
+    """vector_index.backfill_stalled fires when an index stays below 100 % this long."""
     # CVE scanning (cve/): where dataset updates come from (unset: ENTITLEMENT_URL +
     # /v1/cve-dataset; never asked when air-gapped), how often, and the dataset age in days
     # past which svc_cve_dataset_stale is 1.

@@ -8,11 +8,11 @@ change here.
 
 from typing import Any
 
-from svc_monitor.event_types import access, cluster, detection, instance, readings
+from svc_monitor.event_types import access, cluster, detection, instance, readings, vector
 from svc_monitor.event_types.base import Candidate, EventType
 from svc_monitor.events import Event
 
-AREAS = (instance, readings, cluster, access, detection)
+AREAS = (instance, readings, cluster, access, detection, vector)
 # Each area in its own order: the order of one bus event's notifications.
 _DECLARED: tuple[EventType[Any], ...] = tuple(e for area in AREAS for e in area.EVENT_TYPES)
 

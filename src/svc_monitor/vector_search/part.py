@@ -14,7 +14,13 @@ def part(registry: Registry) -> Part:
     s = registry.get(Services)
     vector_search = registry.add(
         VectorSearchService,
-        VectorSearchService(VectorIndexStore(s.db), s.connections, s.runtime_settings),
+        VectorSearchService(
+            VectorIndexStore(s.db),
+            s.connections,
+            s.runtime_settings,
+            s.bus,
+            backfill_alert_ms=s.settings.VECTOR_BACKFILL_ALERT_MS,
+        ),
     )
 
     def poll_kinds() -> list[PollKind]:

@@ -9,6 +9,8 @@ from typing import Any
 from svc_monitor.connections.models import Connection
 from svc_monitor.connections.service import ConnectionService
 from svc_monitor.engine.search_index import SearchIndexInfo, VectorField
+from svc_monitor.event_types.vector import VectorBackfillStalled, VectorIndexingFailed
+from svc_monitor.events import EventBus
 from svc_monitor.runtime_settings.service import RuntimeSettingsService
 from svc_monitor.vector_search.schemas import (
     SearchModuleRead,
@@ -43,15 +45,26 @@ class VectorSearchService:
         store: VectorIndexStore,
         connections: ConnectionService,
         runtime_settings: RuntimeSettingsService,
+        bus: EventBus,
+        *,
+        backfill_alert_ms: int,
     ) -> None:
         self._store = store
         self._connections = connections
         self._runtime_settings = runtime_settings
+        self._bus = bus
+        self._backfill_alert_ms = backfill_alert_ms
         # connection id -> its newest poll in this process (what the scrape reads).
         self.latest: dict[str, IndexPoll] = {}
+        # (connection id, index) -> when a poll first saw it below 100 % indexed, and
+        # those whose vector_index.backfill_stalled has fired since.
+        self._below_since: dict[tuple[str, str], int] = {}
+        self._stalled: set[tuple[str, str]] = set()
 
     def record(self, connection_id: str, poll: IndexPoll) -> None:
+        previous = self.latest.get(connection_id)
         self.latest[connection_id] = poll
+        self._judge(connection_id, previous, poll)
         self._store.add(
             [
                 {
@@ -74,6 +87,55 @@ class VectorSearchService:
 
     def forget(self, connection_id: str) -> None:
         self.latest.pop(connection_id, None)
+        for key in [k for k in self._below_since if k[0] == connection_id]:
+            del self._below_since[key]
+        self._stalled = {k for k in self._stalled if k[0] != connection_id}
+
+    def _judge(self, connection_id: str, previous: IndexPoll | None, poll: IndexPoll) -> None:
+        """The two vector index events, each once per finding (event_types/vector.py)."""
+        before = {} if previous is None else {i.name: i for i in previous.indexes}
+        for index in poll.indexes:
+            key = (connection_id, index.name)
+            failures = index.indexing_failures
+            if previous is not None and failures:
+                # An index first seen after the connection's first poll was created while
+                # watched: its failures are all new.
+                earlier = before.get(index.name)
+                known = 0 if earlier is None else earlier.indexing_failures or 0
+                if failures > known:
+                    self._bus.publish(
+                        VectorIndexingFailed(
+                            connection_id=connection_id,
+                            at_ms=poll.captured_at,
+                            index_name=index.name,
+                            new_failures=failures - known,
+                            total_failures=failures,
+                            last_error=index.last_error,
+                        )
+                    )
+            progress = index.percent_indexed
+            if progress is None or progress >= 100:
+                self._below_since.pop(key, None)
+                self._stalled.discard(key)
+                continue
+            since = self._below_since.setdefault(key, poll.captured_at)
+            below_for = poll.captured_at - since
+            if below_for >= self._backfill_alert_ms and key not in self._stalled:
+                self._stalled.add(key)
+                self._bus.publish(
+                    VectorBackfillStalled(
+                        connection_id=connection_id,
+                        at_ms=poll.captured_at,
+                        index_name=index.name,
+                        percent_indexed=progress,
+                        below_for_ms=below_for,
+                        alert_after_ms=self._backfill_alert_ms,
+                    )
+                )
+        names = {i.name for i in poll.indexes}
+        for key in [k for k in self._below_since if k[0] == connection_id and k[1] not in names]:
+            del self._below_since[key]  # dropped: a new index of that name starts afresh
+            self._stalled.discard(key)
 
     async def indexes(self, connection: Connection) -> VectorIndexesRead:
         """The last poll's view; CommandUnavailable (501) where no search engine answers."""
