@@ -84,6 +84,7 @@ async def test_every_route_has_exactly_the_rules_it_needs(team: tuple[Workspace,
 MEMBER_CHANGES = {
     "POST /ui/connection": "picks the connection this browser looks at: a read",
     "POST /api/monitor/sessions/preflight": "a read-only POST",
+    "POST /api/vector-search/indexes/{name}/search": "a read-only POST: a KNN search",
     "POST /api/tokens": "a personal token of one's own",
     "DELETE /api/tokens/{token_id}": "revoking one's own personal token",
     "POST /ui/tokens": "a personal token of one's own, from Settings",

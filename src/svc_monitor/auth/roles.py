@@ -200,6 +200,7 @@ RULES: dict[str, Access] = {
     "GET /api/key-analytics/summary": MEMBER,
     "GET /api/vector-search/indexes": MEMBER,
     "GET /api/vector-search/snapshots": MEMBER,
+    "POST /api/vector-search/indexes/{name}/search": MEMBER,
     "GET /api/anomaly/events": MEMBER,
     "GET /api/anomaly/groups": MEMBER,
     "GET /api/anomaly/buffers": MEMBER,

@@ -3,13 +3,18 @@ last vector index poll read them, and their history."""
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Path, Query
 
 from svc_monitor.api.error_responses import error_responses
 from svc_monitor.api.params import HistoryPage
 from svc_monitor.connections.dependencies import LiveConnection
 from svc_monitor.vector_search.dependencies import VectorSearchDep
-from svc_monitor.vector_search.schemas import VectorIndexesRead, VectorIndexSnapshotRead
+from svc_monitor.vector_search.schemas import (
+    KnnSearchRead,
+    KnnSearchRequest,
+    VectorIndexesRead,
+    VectorIndexSnapshotRead,
+)
 
 router = APIRouter(tags=["vector search"])
 
@@ -49,3 +54,21 @@ async def list_vector_index_snapshots(
         limit=page.limit,
         offset=page.offset,
     )
+
+
+@router.post(
+    "/vector-search/indexes/{name}/search",
+    response_model=KnnSearchRead,
+    responses=error_responses(404, 409, 422, 501, 503),
+)
+async def knn_search(
+    connection: LiveConnection,
+    vector_search: VectorSearchDep,
+    name: Annotated[str, Path(max_length=256, description="the index")],
+    body: KnnSearchRequest,
+) -> KnnSearchRead:
+    """The `k` documents of the index nearest to a vector (`vector`, as many floats as the
+    field has dimensions) or to the vector a hash holds (`sourceKey`: "find similar"),
+    nearest first, optionally among those `filter` matches. Read-only: every signed-in
+    role may search. At most 100 results; the server gives the search 2 s."""
+    return await vector_search.knn(connection, name, body)

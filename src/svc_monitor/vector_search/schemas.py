@@ -1,6 +1,6 @@
 """Bodies of the vector search routes (docs/features/vector-search.md)."""
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
 class VectorFieldRead(BaseModel):
@@ -57,3 +57,77 @@ class VectorIndexSnapshotRead(VectorIndexRead):
 
     id: int
     capturedAt: int = Field(description="epoch ms of the poll")
+
+
+# Bounds of a search request: what one request may ask of the server's main thread.
+MAX_DIMENSIONS = 4096
+MAX_K = 100
+SEARCH_TIMEOUT_MS = 2000
+
+
+class KnnSearchRequest(BaseModel):
+    """The nearest documents to a vector given as floats, or to the vector a key holds."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"sourceKey": "doc:42", "k": 5}]},
+    )
+
+    vector: list[float] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_DIMENSIONS,
+        description="the query vector; as many floats as the field has dimensions",
+    )
+    sourceKey: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=1024,
+        description="a hash whose vector field is the query ('find similar'); instead of vector",
+    )
+    field: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=256,
+        description="the vector field; absent means the index's first",
+    )
+    k: int = Field(default=10, ge=1, le=MAX_K, strict=True, description="results wanted")
+    filter: str = Field(
+        default="*",
+        min_length=1,
+        max_length=1024,
+        description="a query the neighbours must also match, e.g. @tag:{news}",
+    )
+
+    @field_validator("filter")
+    @classmethod
+    def _no_second_query(cls, value: str) -> str:
+        # The filter is the KNN query's prefilter: a "=>" of its own would be a second
+        # vector clause, outside the request's bounds on k.
+        if "=>" in value:
+            raise ValueError("a filter cannot hold a vector query of its own ('=>')")
+        return value
+
+    @model_validator(mode="after")
+    def _one_query(self) -> "KnnSearchRequest":
+        if (self.vector is None) == (self.sourceKey is None):
+            raise ValueError("give either vector or sourceKey")
+        return self
+
+
+class SearchHit(BaseModel):
+    """One document found. Binary values (vectors) are left out of `fields`."""
+
+    key: str
+    score: float | None = Field(description="the distance to the query (smaller is nearer)")
+    fields: dict[str, str]
+
+
+class KnnSearchRead(BaseModel):
+    """The nearest documents, nearest first."""
+
+    index: str
+    field: str
+    k: int
+    tookMs: float = Field(description="the round trip of the search, in ms")
+    hits: list[SearchHit]

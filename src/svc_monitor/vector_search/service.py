@@ -2,17 +2,25 @@
 connection in memory (the routes' live view and the Prometheus families), and every poll's
 snapshot in history."""
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from svc_monitor.connections.models import Connection
+from svc_monitor.connections.models import CommandUnavailable, Connection
 from svc_monitor.connections.service import ConnectionService
-from svc_monitor.engine.search_index import SearchIndexInfo, VectorField
+from svc_monitor.engine.capabilities import is_refusal
+from svc_monitor.engine.client import EngineClient
+from svc_monitor.engine.errors import EngineError
+from svc_monitor.engine.search_index import SearchIndexInfo, VectorField, parse_ft_info
+from svc_monitor.errors import NotFound, Unavailable, Unprocessable
 from svc_monitor.event_types.vector import VectorBackfillStalled, VectorIndexingFailed
 from svc_monitor.events import EventBus
 from svc_monitor.runtime_settings.service import RuntimeSettingsService
+from svc_monitor.vector_search import knn
 from svc_monitor.vector_search.schemas import (
+    KnnSearchRead,
+    KnnSearchRequest,
     SearchModuleRead,
     VectorFieldRead,
     VectorIndexesRead,
@@ -172,6 +180,97 @@ class VectorSearchService:
             connection.id, index_name, since=since, until=until, limit=limit, offset=offset
         )
         return [_snapshot(r._mapping) for r in rows]
+
+    async def knn(
+        self, connection: Connection, index_name: str, request: KnnSearchRequest
+    ) -> KnnSearchRead:
+        """The `k` documents nearest to the request's vector (or its source key's), read
+        live with one FT.INFO (the field's type and dimensions) and one FT.SEARCH."""
+        await self._connections.require_live_feature(connection, "vector_search")
+        client = self._connections.client(connection)
+        info = parse_ft_info(index_name, await self._ask(client, ["FT.INFO", index_name]))
+        if not info.vector_fields:
+            raise Unprocessable(f"index '{index_name}' has no vector field", field="field")
+        field = next(
+            (f for f in info.vector_fields if request.field in (None, f.name)),
+            None,
+        )
+        if field is None:
+            names = ", ".join(f.name for f in info.vector_fields)
+            raise Unprocessable(
+                f"index '{index_name}' has no vector field '{request.field}' (it has {names})",
+                field="field",
+            )
+        blob = await self._query_vector(client, field, request)
+        started = time.perf_counter()
+        reply = await self._ask(
+            client, knn.command(index_name, field.name, blob, k=request.k, filter=request.filter)
+        )
+        took = (time.perf_counter() - started) * 1000
+        skip = {f.name for f in info.vector_fields}
+        return KnnSearchRead(
+            index=index_name,
+            field=field.name,
+            k=request.k,
+            tookMs=round(took, 3),
+            hits=knn.hits(reply, skip),
+        )
+
+    async def _query_vector(
+        self, client: EngineClient, field: VectorField, request: KnnSearchRequest
+    ) -> bytes:
+        size = knn.item_size(field.data_type)
+        if request.vector is not None:
+            if field.dimensions is not None and len(request.vector) != field.dimensions:
+                raise Unprocessable(
+                    f"the vector has {len(request.vector)} values; {field.name} has "
+                    f"{field.dimensions} dimensions",
+                    field="vector",
+                )
+            try:
+                return knn.pack(request.vector, field.data_type)
+            except knn.CannotPack as exc:
+                raise Unprocessable(str(exc), field="vector") from None
+        assert request.sourceKey is not None  # the request's validator: one of the two
+        blob = await self._ask(client, ["HGET", request.sourceKey, field.name])
+        if blob is None:
+            raise NotFound(
+                f"no hash '{request.sourceKey}' with a field '{field.name}' to search by"
+            )
+        if not isinstance(blob, bytes):
+            raise Unprocessable("the source key's vector is not a binary value", field="sourceKey")
+        if (
+            size is not None
+            and field.dimensions is not None
+            and len(blob) != size * field.dimensions
+        ):
+            raise Unprocessable(
+                f"'{request.sourceKey}' holds {len(blob)} bytes in {field.name}; the field "
+                f"takes {size * field.dimensions}",
+                field="sourceKey",
+            )
+        return blob
+
+    async def _ask(self, client: EngineClient, command: list[Any]) -> Any:
+        """One live command; the engine's refusals as the API's answers."""
+        try:
+            return await client.execute(*command)
+        except EngineError as exc:
+            message = exc.message
+            lowered = message.lower()
+            if "unknown index name" in lowered or "no such index" in lowered:
+                raise NotFound(f"no search index '{command[1]}' on this server") from None
+            if "wrongtype" in lowered:
+                raise Unprocessable(
+                    f"'{command[1]}' is not a hash: {message}", field="sourceKey"
+                ) from None
+            if command[0] == "FT.SEARCH" and "syntax" in lowered:
+                raise Unprocessable(
+                    f"the filter is not a query: {message}", field="filter"
+                ) from None
+            if is_refusal(exc):
+                raise CommandUnavailable(f"{command[0]} was refused: {message}") from None
+            raise Unavailable(f"{command[0]} failed: {message}") from None
 
 
 def _field_json(field: VectorField) -> dict[str, Any]:
