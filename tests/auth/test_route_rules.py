@@ -85,6 +85,8 @@ MEMBER_CHANGES = {
     "POST /ui/connection": "picks the connection this browser looks at: a read",
     "POST /api/monitor/sessions/preflight": "a read-only POST",
     "POST /api/vector-search/indexes/{name}/search": "a read-only POST: a KNN search",
+    "POST /api/vector-search/indexes/{name}/query": "a read-only POST: a search query",
+    "POST /api/vector-search/indexes/{name}/profile": "a read-only POST: FT.PROFILE",
     "POST /api/tokens": "a personal token of one's own",
     "DELETE /api/tokens/{token_id}": "revoking one's own personal token",
     "POST /ui/tokens": "a personal token of one's own, from Settings",

@@ -54,6 +54,7 @@ REFUSED_READS: dict[str, tuple[dict[str, Any], str]] = {
     "cluster_node_stats": ({}, "not a cluster"),
     "cluster_slot_stats": ({}, "not in cluster mode"),
     "cluster_slowlog": ({}, "not a cluster"),
+    "vector_indexes": ({}, "No search engine answers on this server"),
 }
 ADMIN_TOOLS = {
     "add_connection",

@@ -138,3 +138,61 @@ class TestKnnSearch:
             "/api/connections", json={"name": "x", "host": "127.0.0.1", "port": 1}
         )
         assert answer.status_code == 403
+
+
+class TestTextQueryAndProfile:
+    async def test_a_member_queries_by_tag_and_text(self, member: Any):
+        _, client = member
+        answer = await client.post(
+            "/api/vector-search/indexes/products/query",
+            json={"query": "@colour:{red} @name:product", "limit": 5},
+        )
+        assert answer.status_code == 200, answer.text
+        body = answer.json()
+        assert body["total"] == DOCS // 2
+        assert len(body["hits"]) == 5
+        for hit in body["hits"]:
+            assert hit["fields"]["colour"] == "red"
+            assert "embedding" not in hit["fields"]
+            assert int(hit["key"][2:]) % 2 == 1
+
+    async def test_a_member_profiles_a_query(self, member: Any):
+        _, client = member
+        answer = await client.post(
+            "/api/vector-search/indexes/products/profile", json={"query": "@colour:{blue}"}
+        )
+        assert answer.status_code == 200, answer.text
+        body = answer.json()
+        assert body["total"] == DOCS // 2
+        assert "Total profile time" in str(body["profile"])
+        assert "Iterators profile" in str(body["profile"])
+
+    @pytest.mark.parametrize("route", ["query", "profile"])
+    @pytest.mark.parametrize(
+        "query", ["@colour:{", "*=>[KNN 5 @embedding $vec]"], ids=["not-a-query", "vector-clause"]
+    )
+    async def test_a_bad_query_is_a_422_naming_it(self, member: Any, route: str, query: str):
+        _, client = member
+        answer = await client.post(
+            f"/api/vector-search/indexes/products/{route}", json={"query": query}
+        )
+        assert answer.status_code == 422, answer.text
+        assert "query" in answer.text
+
+    async def test_profile_refused_to_the_connections_user_is_a_501_saying_so(
+        self, catalogue: RunningServer
+    ):
+        with catalogue.client() as admin:
+            admin.execute_command(
+                "ACL", "SETUSER", "noprofile", "on", ">noprofile-pw-7", "~*", "+@all", "-ft.profile"
+            )
+        settings = workspace_settings(
+            catalogue, DB_USERNAME="noprofile", DB_PASSWORD="noprofile-pw-7"
+        )
+        async with open_workspace(settings) as space:
+            answer = await space.owner.client.post(
+                "/api/vector-search/indexes/products/profile", json={"query": "*"}
+            )
+        assert answer.status_code == 501, answer.text
+        assert "FT.PROFILE is not available" in answer.json()["message"]
+        assert "noprofile-pw-7" not in answer.text

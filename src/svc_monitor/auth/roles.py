@@ -201,6 +201,8 @@ RULES: dict[str, Access] = {
     "GET /api/vector-search/indexes": MEMBER,
     "GET /api/vector-search/snapshots": MEMBER,
     "POST /api/vector-search/indexes/{name}/search": MEMBER,
+    "POST /api/vector-search/indexes/{name}/query": MEMBER,
+    "POST /api/vector-search/indexes/{name}/profile": MEMBER,
     "GET /api/anomaly/events": MEMBER,
     "GET /api/anomaly/groups": MEMBER,
     "GET /api/anomaly/buffers": MEMBER,

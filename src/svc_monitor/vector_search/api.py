@@ -12,6 +12,10 @@ from svc_monitor.vector_search.dependencies import VectorSearchDep
 from svc_monitor.vector_search.schemas import (
     KnnSearchRead,
     KnnSearchRequest,
+    ProfileRead,
+    ProfileRequest,
+    TextQueryRead,
+    TextQueryRequest,
     VectorIndexesRead,
     VectorIndexSnapshotRead,
 )
@@ -72,3 +76,37 @@ async def knn_search(
     nearest first, optionally among those `filter` matches. Read-only: every signed-in
     role may search. At most 100 results; the server gives the search 2 s."""
     return await vector_search.knn(connection, name, body)
+
+
+@router.post(
+    "/vector-search/indexes/{name}/query",
+    response_model=TextQueryRead,
+    responses=error_responses(404, 409, 422, 501, 503),
+)
+async def text_query(
+    connection: LiveConnection,
+    vector_search: VectorSearchDep,
+    name: Annotated[str, Path(max_length=256, description="the index")],
+    body: TextQueryRequest,
+) -> TextQueryRead:
+    """The documents of the index a query matches (full text, tags, numeric ranges: the
+    engine's query syntax, DIALECT 2), in the engine's order. Read-only: every signed-in
+    role may query. At most 100 results; the server gives the query 2 s."""
+    return await vector_search.text_query(connection, name, body)
+
+
+@router.post(
+    "/vector-search/indexes/{name}/profile",
+    response_model=ProfileRead,
+    responses=error_responses(404, 409, 422, 501, 503),
+)
+async def profile_query(
+    connection: LiveConnection,
+    vector_search: VectorSearchDep,
+    name: Annotated[str, Path(max_length=256, description="the index")],
+    body: ProfileRequest,
+) -> ProfileRead:
+    """FT.PROFILE of a query: where the engine spent its time (parsing, each iterator,
+    each result processor). Read-only: every signed-in role may profile. 501 where the
+    search engine has no FT.PROFILE."""
+    return await vector_search.profile(connection, name, body)

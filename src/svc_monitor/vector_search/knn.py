@@ -85,3 +85,51 @@ def _float(text: str | None) -> float | None:
         return None if text is None else float(text)
     except ValueError:
         return None
+
+
+def text_command(index: str, query: str, *, limit: int, offset: int) -> list[Any]:
+    return [
+        "FT.SEARCH", index, query,
+        "LIMIT", str(offset), str(limit),
+        "DIALECT", "2",
+        "TIMEOUT", "2000",
+    ]  # fmt: skip
+
+
+def profile_command(index: str, query: str, *, limit: int) -> list[Any]:
+    # LIMITED: the profile of each iterator without the document ids it walked.
+    return [
+        "FT.PROFILE", index, "SEARCH", "LIMITED", "QUERY", query,
+        "LIMIT", "0", str(limit),
+        "DIALECT", "2",
+        "TIMEOUT", "2000",
+    ]  # fmt: skip
+
+
+def total(reply: Any) -> int:
+    first = reply[0] if isinstance(reply, list) and reply else 0
+    return first if isinstance(first, int) else 0
+
+
+def readable(value: Any, depth: int = 0) -> Any:
+    """FT.PROFILE's nested replies as JSON: a list of [name, value] pairs, or a flat list
+    of names and values, as an object; bytes as text. Bounded in depth."""
+    if depth > 12:
+        return None
+    if isinstance(value, bytes):
+        return _text(value)
+    if isinstance(value, dict):
+        return {str(readable(k, depth + 1)): readable(v, depth + 1) for k, v in value.items()}
+    if not isinstance(value, list):
+        return value
+    if value and all(
+        isinstance(v, list) and len(v) == 2 and isinstance(v[0], bytes) for v in value
+    ):
+        return {_text(k) or "": readable(v, depth + 1) for k, v in value}
+    if len(value) % 2 == 0 and value and all(isinstance(k, bytes) for k in value[::2]):
+        names = [_text(k) for k in value[::2]]
+        if all(n and not n[0].isdigit() for n in names):
+            return {
+                n or "": readable(v, depth + 1) for n, v in zip(names, value[1::2], strict=True)
+            }
+    return [readable(v, depth + 1) for v in value]

@@ -1,5 +1,7 @@
 """Bodies of the vector search routes (docs/features/vector-search.md)."""
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
@@ -131,3 +133,59 @@ class KnnSearchRead(BaseModel):
     k: int
     tookMs: float = Field(description="the round trip of the search, in ms")
     hits: list[SearchHit]
+
+
+class TextQueryRequest(BaseModel):
+    """A search query, as FT.SEARCH takes it (DIALECT 2)."""
+
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra={"examples": [{"query": "@title:(red shoes)"}]}
+    )
+
+    query: str = Field(min_length=1, max_length=1024, description="e.g. @title:(red shoes)")
+    limit: int = Field(default=10, ge=1, le=MAX_K, strict=True, description="results wanted")
+    offset: int = Field(default=0, ge=0, le=10_000, strict=True, description="results skipped")
+
+    @field_validator("query")
+    @classmethod
+    def _text_only(cls, value: str) -> str:
+        return _no_vector_clause(value)
+
+
+class TextQueryRead(BaseModel):
+    """The documents a query matched, in the engine's order."""
+
+    index: str
+    total: int = Field(description="documents the query matched, beyond those returned")
+    tookMs: float = Field(description="the round trip of the search, in ms")
+    hits: list[SearchHit]
+
+
+class ProfileRequest(BaseModel):
+    """A query to profile."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(min_length=1, max_length=1024)
+    limit: int = Field(default=10, ge=1, le=MAX_K, strict=True)
+
+    @field_validator("query")
+    @classmethod
+    def _text_only(cls, value: str) -> str:
+        return _no_vector_clause(value)
+
+
+class ProfileRead(BaseModel):
+    """FT.PROFILE's account of one query: where its time went, as the engine tells it."""
+
+    index: str
+    total: int
+    profile: Any = Field(description="the engine's profile, name-value lists read as objects")
+
+
+def _no_vector_clause(query: str) -> str:
+    # A vector clause needs its vector as a parameter and its k bounded: that is the KNN
+    # route's work.
+    if "=>" in query:
+        raise ValueError("a vector query ('=>') goes to the search route with its vector")
+    return query

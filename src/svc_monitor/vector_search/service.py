@@ -21,7 +21,11 @@ from svc_monitor.vector_search import knn
 from svc_monitor.vector_search.schemas import (
     KnnSearchRead,
     KnnSearchRequest,
+    ProfileRead,
+    ProfileRequest,
     SearchModuleRead,
+    TextQueryRead,
+    TextQueryRequest,
     VectorFieldRead,
     VectorIndexesRead,
     VectorIndexRead,
@@ -216,6 +220,42 @@ class VectorSearchService:
             hits=knn.hits(reply, skip),
         )
 
+    async def text_query(
+        self, connection: Connection, index_name: str, request: TextQueryRequest
+    ) -> TextQueryRead:
+        """The documents a query matches, read live (FT.INFO for the vector fields to
+        leave out, then FT.SEARCH)."""
+        await self._connections.require_live_feature(connection, "vector_search")
+        client = self._connections.client(connection)
+        info = parse_ft_info(index_name, await self._ask(client, ["FT.INFO", index_name]))
+        command = knn.text_command(
+            index_name, request.query, limit=request.limit, offset=request.offset
+        )
+        started = time.perf_counter()
+        reply = await self._ask(client, command)
+        took = (time.perf_counter() - started) * 1000
+        return TextQueryRead(
+            index=index_name,
+            total=knn.total(reply),
+            tookMs=round(took, 3),
+            hits=knn.hits(reply, {f.name for f in info.vector_fields}),
+        )
+
+    async def profile(
+        self, connection: Connection, index_name: str, request: ProfileRequest
+    ) -> ProfileRead:
+        """FT.PROFILE of a query: 501 where the engine has none (Valkey Search)."""
+        await self._connections.require_live_feature(connection, "vector_search")
+        client = self._connections.client(connection)
+        command = knn.profile_command(index_name, request.query, limit=request.limit)
+        reply = await self._ask(client, command)
+        results, profile = (
+            (reply[0], reply[1]) if isinstance(reply, list) and len(reply) == 2 else (reply, None)
+        )
+        return ProfileRead(
+            index=index_name, total=knn.total(results), profile=knn.readable(profile)
+        )
+
     async def _query_vector(
         self, client: EngineClient, field: VectorField, request: KnnSearchRequest
     ) -> bytes:
@@ -264,9 +304,14 @@ class VectorSearchService:
                 raise Unprocessable(
                     f"'{command[1]}' is not a hash: {message}", field="sourceKey"
                 ) from None
-            if command[0] == "FT.SEARCH" and "syntax" in lowered:
-                raise Unprocessable(
-                    f"the filter is not a query: {message}", field="filter"
+            if command[0] in ("FT.SEARCH", "FT.PROFILE") and "syntax" in lowered:
+                # A KNN search's own query is ours: only its filter can be at fault.
+                field = "filter" if "=>[KNN" in str(command[2]) else "query"
+                raise Unprocessable(f"the {field} is not a query: {message}", field=field) from None
+            if command[0] == "FT.PROFILE" and is_refusal(exc):
+                raise CommandUnavailable(
+                    "FT.PROFILE is not available on this server: its search engine does not "
+                    f"profile queries, or this user may not run it ({message})"
                 ) from None
             if is_refusal(exc):
                 raise CommandUnavailable(f"{command[0]} was refused: {message}") from None

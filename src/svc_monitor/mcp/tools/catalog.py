@@ -13,6 +13,7 @@ from svc_monitor.mcp.tools import (
     memory,
     security,
     traces,
+    vector,
     webhooks,
 )
 from svc_monitor.mcp.tools.spec import ToolSpec
@@ -28,6 +29,7 @@ TOOLS: list[ToolSpec] = [
     *security.TOOLS,
     *anomalies.TOOLS,
     *keys.TOOLS,
+    *vector.TOOLS,
     *webhooks.TOOLS,
     *traces.TOOLS,
     *admin.TOOLS,
