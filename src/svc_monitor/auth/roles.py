@@ -315,6 +315,7 @@ RULES: dict[str, Access] = {
     "POST /ui/forecasting/{metric_kind}/settings": ADMIN,
     # --- Key Analytics (analytics/, Pro): reads for any member ---
     "GET /key-analytics": MEMBER,
+    "GET /vector-search": MEMBER,
     # --- Anomalies (anomaly/, Pro): reads for any member; resolving is an admin's ---
     "GET /anomalies": MEMBER,
     "POST /ui/anomalies/groups/{group_id}/resolve": ADMIN,

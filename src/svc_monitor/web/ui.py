@@ -30,6 +30,7 @@ from svc_monitor.web.routes import (
     team,
     tokens,
     traces,
+    vector_search,
     webhooks,
 )
 
@@ -40,6 +41,7 @@ PAGE_MODULES = (
     latency,
     memory,
     key_analytics,
+    vector_search,
     forecast,
     anomalies,
     cluster,
