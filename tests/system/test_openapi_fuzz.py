@@ -38,9 +38,16 @@ EXAMPLES = 20
 
 @pytest.fixture
 def served(
-    server_factory: ServerFactory, shared_postgres: dict[str, Any], tmp_path: Path
+    server_factory: ServerFactory,
+    shared_postgres: dict[str, Any],
+    tmp_path: Path,
+    search_module: Path,
 ) -> Iterator[tuple[str, Path]]:
-    watched: RunningServer = server_factory.start("valkey")
+    # With a search engine loaded, so the vector search routes answer from it (a server
+    # without one answers them 501, as documented, which the fuzzer counts as a 5xx).
+    watched: RunningServer = server_factory.start(
+        "valkey", config={"loadmodule": str(search_module)}
+    )
     env = service_env(watched, tmp_path / "data", **shared_postgres)
     with replica_process(env, tmp_path / "serve.log") as service:
         yield service.url, service.log_path

@@ -164,7 +164,9 @@ class TextQueryRead(BaseModel):
 class ProfileRequest(BaseModel):
     """A query to profile."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra={"examples": [{"query": "@title:(red shoes)"}]}
+    )
 
     query: str = Field(min_length=1, max_length=1024)
     limit: int = Field(default=10, ge=1, le=MAX_K, strict=True)
