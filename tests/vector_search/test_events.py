@@ -10,6 +10,7 @@ import pytest
 
 from tests.fixtures.app import AppFactory, RunningApp
 from tests.fixtures.receiver import Receiver
+from tests.fixtures.search_module import emptied
 from tests.fixtures.servers import RunningServer
 from tests.fixtures.waiting import eventually
 from tests.vector_search.test_indexes import DIM, add_documents, create_index
@@ -20,10 +21,7 @@ FAST = {"NODE_ENV": "development", "VECTOR_INDEX_POLL_INTERVAL_MS": 200}
 
 @pytest.fixture(autouse=True)
 def clean(search_server: RunningServer) -> None:
-    with search_server.client() as conn:
-        for name in conn.execute_command("FT._LIST"):
-            conn.execute_command("FT.DROPINDEX", name)
-        conn.flushall()
+    emptied(search_server)
 
 
 @contextlib.asynccontextmanager

@@ -7,6 +7,7 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
 
 from tests.fixtures.app import make_settings, running_app, target_of
 from tests.fixtures.otlp_receiver import OtlpReceiver
+from tests.fixtures.search_module import emptied
 from tests.fixtures.servers import RunningServer
 from tests.otlp.export.test_metrics import (
     address,
@@ -21,10 +22,7 @@ from tests.vector_search.test_indexes import add_documents, create_index
 async def test_each_index_is_pushed_under_the_semconv_names(
     search_server: RunningServer, otlp_receiver: OtlpReceiver
 ):
-    with search_server.client() as conn:
-        for name in conn.execute_command("FT._LIST"):
-            conn.execute_command("FT.DROPINDEX", name)
-        conn.flushall()
+    emptied(search_server)
     create_index(search_server, "export_idx", "e:")
     add_documents(search_server, "e:", 250)
     node = address(search_server)

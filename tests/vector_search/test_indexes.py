@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from tests.fixtures.app import AppFactory, RunningApp
+from tests.fixtures.search_module import emptied
 from tests.fixtures.servers import RunningServer, ServerFactory
 from tests.fixtures.waiting import eventually
 from tests.prometheus.test_catalogue import promtool_check
@@ -55,10 +56,7 @@ def ft_info(server: RunningServer, name: str) -> dict[str, Any]:
 @pytest.fixture(autouse=True)
 def clean(search_server: RunningServer) -> None:
     """Each test (and storage backend) starts from a server without indexes or keys."""
-    with search_server.client() as conn:
-        for name in conn.execute_command("FT._LIST"):
-            conn.execute_command("FT.DROPINDEX", name)
-        conn.flushall()
+    emptied(search_server)
 
 
 @pytest.fixture

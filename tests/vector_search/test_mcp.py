@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from tests.fixtures.mcp_service import Served, http_session, served_service, text_of
+from tests.fixtures.search_module import emptied
 from tests.fixtures.servers import RunningServer
 from tests.fixtures.waiting import eventually
 from tests.vector_search.test_indexes import add_documents, create_index
@@ -13,10 +14,7 @@ from tests.vector_search.test_indexes import add_documents, create_index
 
 @pytest.fixture
 async def served(search_server: RunningServer) -> AsyncIterator[Served]:
-    with search_server.client() as conn:
-        for name in conn.execute_command("FT._LIST"):
-            conn.execute_command("FT.DROPINDEX", name)
-        conn.flushall()
+    emptied(search_server)
     create_index(search_server, "mcp_idx", "m:")
     add_documents(search_server, "m:", 300)
     async with served_service(search_server, VECTOR_INDEX_POLL_INTERVAL_MS=200) as service:

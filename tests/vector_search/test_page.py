@@ -5,6 +5,7 @@ import re
 
 from svc_monitor.web.shell import CONNECTION_COOKIE
 from tests.fixtures.app import AppFactory, RunningApp, target_of
+from tests.fixtures.search_module import emptied
 from tests.fixtures.servers import RunningServer, ServerFactory
 from tests.fixtures.waiting import eventually
 from tests.vector_search.test_indexes import add_documents, create_index
@@ -19,10 +20,7 @@ async def page(app: RunningApp) -> str:
 async def test_the_page_lists_each_index_with_its_health(
     memory_app_factory: AppFactory, search_server: RunningServer
 ):
-    with search_server.client() as conn:
-        for name in conn.execute_command("FT._LIST"):
-            conn.execute_command("FT.DROPINDEX", name)
-        conn.flushall()
+    emptied(search_server)
     create_index(search_server, "page_idx", "pg:")
     add_documents(search_server, "pg:", 1234)
     with search_server.client() as conn:

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests.fixtures.search_module import emptied
 from tests.fixtures.servers import RunningServer
 from tests.fixtures.workspace import Workspace, open_workspace, workspace_settings
 
@@ -32,10 +33,8 @@ def cosine_distance(a: list[float], b: list[float]) -> float:
 @pytest.fixture(scope="module")
 def catalogue(search_server: RunningServer) -> RunningServer:
     """An exact (FLAT) index of DOCS products with a tag, so ranks can be checked exactly."""
+    emptied(search_server)
     with search_server.client() as conn:
-        for name in conn.execute_command("FT._LIST"):
-            conn.execute_command("FT.DROPINDEX", name)
-        conn.flushall()
         conn.execute_command(
             "FT.CREATE", "products", "ON", "HASH", "PREFIX", "1", "p:", "SCHEMA",
             "name", "TEXT", "colour", "TAG",
