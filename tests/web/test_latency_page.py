@@ -61,9 +61,13 @@ class TestEvents:
         latest = section(html, "latency-latest")
         row = re.search(r'<tr data-event="command">.*?</tr>', latest, re.S)
         assert row is not None
-        shown = re.search(r'data-field="latest">([\d,]+) ms', row.group(0))
-        assert shown is not None
-        assert int(shown.group(1).replace(",", "")) >= 50
+        # At a 1 ms threshold a busy machine records its own slower calls after the
+        # spike, so the spike is the row's maximum and the latest is at least 1 ms.
+        latest_ms = re.search(r'data-field="latest">([\d,]+) ms', row.group(0))
+        max_ms = re.search(r'data-field="max">([\d,]+) ms', row.group(0))
+        assert latest_ms is not None and max_ms is not None
+        assert int(latest_ms.group(1).replace(",", "")) >= 1
+        assert int(max_ms.group(1).replace(",", "")) >= 50
         assert 'data-threshold="1"' in html
         assert "Latency monitoring is off" not in html
 
@@ -71,7 +75,7 @@ class TestEvents:
         source = re.search(r'data-source="(/api/metrics/latency/history/command)"', history)
         assert source is not None
         points = (await watching.client.get(source.group(1))).json()
-        assert points[-1]["latencyMs"] >= 50
+        assert max(point["latencyMs"] for point in points) >= 50
         assert "command" in section(html, "latency-doctor")
 
     async def test_the_spike_is_stored_and_listed(

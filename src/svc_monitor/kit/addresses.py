@@ -50,8 +50,11 @@ def parse_connection_url(url: str) -> ParsedUrl:
 
 
 def is_plain_host(name: str) -> bool:
-    """A name or address with nothing that would change what a URL or command means."""
-    return bool(name) and not any(c.isspace() or c in "/@?#[]" for c in name)
+    """A name or address with nothing that would change what a URL or command means.
+
+    Control characters count too: a host name never holds one, and one in the
+    Collector's YAML makes the whole file unreadable."""
+    return bool(name) and all(c.isprintable() and not c.isspace() and c not in "/@?#[]" for c in name)
 
 
 def split_host_port(host: str) -> tuple[str, int | None]:

@@ -134,6 +134,10 @@ class TestCollectorConfigRoute:
     async def test_unusable_host_or_version_is_a_422(self, api: RunningApp) -> None:
         bad_host = await api.client.get("/api/otlp/collector-config", params={"host": "a/b@c"})
         assert bad_host.status_code == 422
+        # A control character would make the whole YAML unreadable, not just one line.
+        control = await api.client.get("/api/otlp/collector-config", params={"host": "db\x05x"})
+        assert control.status_code == 422
+        assert "host" in control.text
         bad_version = await api.client.get(
             "/api/otlp/collector-config",
             params={"host": "h", "engine": "valkey", "valkeyVersion": "9; rm"},
