@@ -203,6 +203,15 @@ class Settings(BaseSettings):
     """FT._LIST and FT.INFO of every search index (seeds vectorIndexPollIntervalMs)."""
     VECTOR_BACKFILL_ALERT_MS: PositiveMs = 600000
     """vector_index.backfill_stalled fires when an index stays below 100 % this long."""
+    SEARCH_LATENCY_WINDOW_MS: PositiveMs = 900000
+    """The window search latency figures cover (histogram and slow log alike)."""
+    SEARCH_UNHEALTHY_P50_US: Annotated[int, Field(ge=1)] = 10000
+    """A search bucket is unhealthy while its p50 is over this many microseconds."""
+    SEARCH_SLA_P99_US: Annotated[int, Field(ge=1)] = 50000
+    """Seeds searchSlaP99Us: the p99 every index's searches should stay under (Pro)."""
+    SEARCH_SLA_DEBOUNCE_MS: PositiveMs = 600000
+    """How long a search SLA's p99 must stay back under 90 % of it to recover, and the
+    least time between two breach events of one index."""
     # CVE scanning (cve/): where dataset updates come from (unset: ENTITLEMENT_URL +
     # /v1/cve-dataset; never asked when air-gapped), how often, and the dataset age in days
     # past which svc_cve_dataset_stale is 1.

@@ -129,6 +129,12 @@ class TestCapture:
         assert (await api.client.post("/api/monitor/sessions/999999/stop")).status_code == 404
         assert (await api.client.delete("/api/monitor/sessions/999999")).status_code == 404
 
+    async def test_a_command_filter_with_a_control_character_is_422(self, api: Any):
+        # Checked before the capture is looked up: PostgreSQL would refuse the NUL.
+        response = await api.client.get("/api/monitor/sessions/1/lines?command=%05%00")
+        assert response.status_code == 422, response.text
+        assert "command" in response.text
+
     async def test_caps_outside_the_limits_are_422(self, api: Any):
         for body in ({"durationMs": 10}, {"durationMs": 3_600_000}, {"maxLines": 0},
                      {"maxBytes": 10**12}, {"durationMs": "soon"}, {"colour": "red"}):  # fmt: skip

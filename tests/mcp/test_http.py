@@ -55,6 +55,7 @@ REFUSED_READS: dict[str, tuple[dict[str, Any], str]] = {
     "cluster_slot_stats": ({}, "not in cluster mode"),
     "cluster_slowlog": ({}, "not a cluster"),
     "vector_indexes": ({}, "No search engine answers on this server"),
+    "search_latency": ({}, "No search engine answers on this server"),
 }
 ADMIN_TOOLS = {
     "add_connection",

@@ -10,6 +10,8 @@ DEFAULTS = {
     "anomalyPrometheusIntervalMs": 30000,
     "fullInfoIntervalMs": 10000,
     "vectorIndexPollIntervalMs": 60000,
+    "searchSlaP99Us": 50000,
+    "searchSlaByIndex": {},
     "retentionDays": None,  # LOCAL_RETENTION_DAYS unset: keep everything
 }
 
@@ -54,7 +56,7 @@ class TestRuntimeSettings:
         current = (await api.client.get("/api/settings")).json()["settings"]
         assert current["auditPollIntervalMs"] == 7000
 
-    @pytest.mark.parametrize("field", list(DEFAULTS))
+    @pytest.mark.parametrize("field", [f for f in DEFAULTS if f != "searchSlaByIndex"])
     @pytest.mark.parametrize(
         "value",
         [
@@ -77,6 +79,25 @@ class TestRuntimeSettings:
         assert field in body["message"]
         assert "integer" in body["message"]
         assert (await api.client.get("/api/settings")).json()["settings"][field] == 9000
+
+    @pytest.mark.parametrize(
+        "value",
+        [
+            pytest.param({"docs_idx": "7"}, id="numeric-string"),
+            pytest.param({"docs_idx": -1}, id="negative"),
+            pytest.param({"": 5}, id="empty-name"),
+            pytest.param([["docs_idx", 5]], id="not-an-object"),
+        ],
+    )
+    async def test_per_index_slas_take_names_and_whole_microseconds(
+        self, api: RunningApp, value: object
+    ):
+        await api.client.put("/api/settings", json={"searchSlaByIndex": {"docs_idx": 20000}})
+        response = await api.client.put("/api/settings", json={"searchSlaByIndex": value})
+        assert response.status_code == 422, response.text
+        assert "searchSlaByIndex" in response.json()["message"]
+        current = (await api.client.get("/api/settings")).json()["settings"]
+        assert current["searchSlaByIndex"] == {"docs_idx": 20000}
 
     async def test_reset_returns_to_environment_defaults(self, api: RunningApp):
         await api.client.put("/api/settings", json={"anomalyCacheTtlMs": 10})

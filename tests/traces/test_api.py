@@ -102,7 +102,15 @@ class TestList:
         assert [t["traceId"] for t in await listed(api, window)] == [yesterday[0].trace_id.hex()]
 
     @pytest.mark.parametrize(
-        "query", ["limit=1001", "limit=0", "status=failed", "minDurationMs=-1", "from=-5"]
+        "query",
+        [
+            "limit=1001",
+            "limit=0",
+            "status=failed",
+            "minDurationMs=-1",
+            "minDurationMs=5.6e253",  # past any trace, and past the int64 it is compared in
+            "from=-5",
+        ],
     )
     async def test_bad_queries_are_422(self, api: RunningApp, query: str):
         response = await api.client.get(f"/api/traces?{query}")

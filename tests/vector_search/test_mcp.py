@@ -34,3 +34,27 @@ async def test_a_members_assistant_reads_the_index_health(served: Served):
     assert "engine «search» «" in text  # and its version, as MODULE LIST gives it
     assert "100.0 % indexed, 0 indexing failures" in text
     assert "vectors: «v» «HNSW» 8d «COSINE»" in text
+
+
+async def test_a_members_assistant_reads_search_latency_with_its_sources(
+    served: Served, search_server: RunningServer
+):
+    async with http_session(served.url, served.tokens["mia"]) as session:
+
+        async def read() -> bool:
+            result = await session.call_tool("search_latency", {})
+            return not result.is_error and "no search counted yet" in text_of(result)
+
+        await eventually(read, within=15)  # the first reading: the baseline
+        with search_server.client() as conn:
+            for _ in range(40):
+                conn.execute_command("FT.SEARCH", "mcp_idx", "@title:document", "NOCONTENT")
+
+        async def counted() -> bool:
+            result = await session.call_tool("search_latency", {})
+            return not result.is_error and "«FT.SEARCH» (histogram, every call)" in text_of(result)
+
+        await eventually(counted, within=15)
+        text = text_of(await session.call_tool("search_latency", {}))
+    assert "over 40 calls" in text
+    assert "slow tail" in text  # the advisory comes with the figures

@@ -68,3 +68,38 @@ async def test_a_push_connection_gets_the_needs_live_message(memory_app_factory:
         html = await page(app)
     assert 'data-problem="needs-live-connection"' in html
     assert 'data-section="vector-indexes"' not in html
+
+
+async def test_the_page_shows_search_latency_with_its_sources(
+    memory_app_factory: AppFactory, search_server: RunningServer
+):
+    emptied(search_server)
+    create_index(search_server, "lat_page_idx", "lp:")
+    add_documents(search_server, "lp:", 200)
+    async with memory_app_factory(
+        **target_of(search_server), VECTOR_INDEX_POLL_INTERVAL_MS=200
+    ) as app:
+
+        async def read() -> bool:
+            return "No search counted yet" in await page(app)
+
+        await eventually(read, within=15)  # the first reading: the baseline
+        with search_server.client() as conn:
+            for _ in range(25):
+                conn.execute_command("FT.SEARCH", "lat_page_idx", "@title:document", "NOCONTENT")
+
+        async def shown() -> bool:
+            return 'data-bucket="FT.SEARCH" data-source="histogram"' in await page(app)
+
+        await eventually(shown, within=15)
+        html = await page(app)
+    section = re.search(r'data-section="search-latency".*?</section>', html, re.S)
+    assert section is not None
+    row = re.search(
+        r'<tr data-bucket="FT.SEARCH" data-source="histogram">.*?</tr>', section.group(0), re.S
+    )
+    assert row is not None
+    assert re.search(r'data-field="count">25<', row.group(0))
+    assert "lat_page_idx</code>, the only index" in row.group(0)
+    assert "the slow tail, not the workload" in section.group(0)
+    assert 'data-state="sla-locked"' in section.group(0)  # community: the SLA is Pro

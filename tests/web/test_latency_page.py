@@ -65,7 +65,8 @@ class TestEvents:
         # spike, so the spike is the row's maximum and the latest is at least 1 ms.
         latest_ms = re.search(r'data-field="latest">([\d,]+) ms', row.group(0))
         max_ms = re.search(r'data-field="max">([\d,]+) ms', row.group(0))
-        assert latest_ms is not None and max_ms is not None
+        assert latest_ms is not None
+        assert max_ms is not None
         assert int(latest_ms.group(1).replace(",", "")) >= 1
         assert int(max_ms.group(1).replace(",", "")) >= 50
         assert 'data-threshold="1"' in html

@@ -16,7 +16,10 @@ async def api_settings(api: RunningApp) -> dict[str, Any]:
 
 
 def shown(value: Any) -> str:
-    """A value as the form holds it: empty for null (the retention window's keep-all)."""
+    """A value as the form holds it: empty for null (the retention window's keep-all), and
+    the per-index SLAs as `name=value, name=value`."""
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={v}" for k, v in sorted(value.items()))
     return "" if value is None else str(value)
 
 
@@ -119,12 +122,26 @@ class TestSettingsPage:
         """A form sends text; the API refuses "7" for an integer, so the page converts
         what was typed before it validates, and what it stores are integers."""
         before = (await api_settings(api))["settings"]
-        typed = {name: f" {index + 11} " for index, name in enumerate(before)}
+        numbers = [name for name in before if name != "searchSlaByIndex"]
+        typed = {name: f" {index + 11} " for index, name in enumerate(numbers)}
+        # The per-index SLAs are typed as name=microseconds pairs.
+        typed["searchSlaByIndex"] = " docs_idx = 20000 , cache_idx=0, "
         response = await api.client.post("/ui/settings", data=typed, headers=FROM_PAGE)
         assert response.status_code == 200
         assert 'data-state="saved"' in response.text
         after = (await api_settings(api))["settings"]
-        assert after == {name: index + 11 for index, name in enumerate(before)}
+        assert after == {
+            **{name: index + 11 for index, name in enumerate(numbers)},
+            "searchSlaByIndex": {"docs_idx": 20000, "cache_idx": 0},
+        }
+        page = (await api.client.get("/settings")).text
+        assert 'value="cache_idx=0, docs_idx=20000"' in page
+        for bad in ("docs_idx", "docs_idx=fast", "=5"):
+            refused = await api.client.post(
+                "/ui/settings", data=form_of(after, searchSlaByIndex=bad), headers=FROM_PAGE
+            )
+            assert 'data-field-error="searchSlaByIndex"' in refused.text, bad
+            assert "Search SLA per index: write name=microseconds" in refused.text
         refused = await api.client.post(
             "/ui/settings", data=form_of(after, retentionDays="7.0"), headers=FROM_PAGE
         )

@@ -98,6 +98,27 @@ class ClusterService:
         nodes = cluster.nodes if cluster is not None else []
         return [n for n in nodes if n.address != seed and "fail" not in n.flags]
 
+    async def primary_clients(
+        self, connection: Connection, seed: EngineClient
+    ) -> list[tuple[str, EngineClient]]:
+        """(host:port, client) of every primary not flagged failing, each reached
+        directly (the seed through its own client): for the polls that read every shard.
+        The seed alone when it refuses CLUSTER NODES."""
+        seed_address = _address(connection.host, connection.port)
+        try:
+            await self.refresh_if_due(connection, seed)
+        except EngineError as exc:
+            logger.debug("%s: CLUSTER NODES failed: %s", connection.id, exc.message)
+            return [(seed_address, seed)]
+        cluster = self._clusters.get(connection.id)
+        nodes = [] if cluster is None else cluster.nodes
+        found = [
+            (n.address, seed if n.address == seed_address else self._client(connection, n.address))
+            for n in nodes
+            if "fail" not in n.flags and "slave" not in n.flags
+        ]
+        return found or [(seed_address, seed)]
+
     async def node_info(self, connection: Connection, node: ClusterNode) -> ParsedInfo | None:
         """INFO from one node, reached directly; None when it fails, which the node's row
         shows (node_stats) and which makes the next pass refresh the topology."""

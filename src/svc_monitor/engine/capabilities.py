@@ -132,6 +132,10 @@ class EngineIdentity:
         """(major, minor, patch) for feature gates; an unknown version opens none of them."""
         return parse_version(self.version or "0.0.0")
 
+    def has_latency_histogram(self) -> bool:
+        """LATENCY HISTOGRAM came with Redis 7.0; every Valkey has it."""
+        return self.type == "valkey" or self.release()[:2] >= (7, 0)
+
 
 async def detect(client: EngineClient, *, forced_type: EngineType | None = None) -> EngineIdentity:
     """Read INFO, then probe each feature in one round trip. Raises EngineError."""

@@ -54,7 +54,9 @@ def is_plain_host(name: str) -> bool:
 
     Control characters count too: a host name never holds one, and one in the
     Collector's YAML makes the whole file unreadable."""
-    return bool(name) and all(c.isprintable() and not c.isspace() and c not in "/@?#[]" for c in name)
+    return bool(name) and all(
+        c.isprintable() and not c.isspace() and c not in "/@?#[]" for c in name
+    )
 
 
 def split_host_port(host: str) -> tuple[str, int | None]:

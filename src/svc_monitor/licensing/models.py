@@ -34,6 +34,7 @@ class Feature(StrEnum):
 
     ANOMALY_DETECTION = "anomalyDetection"
     KEY_ANALYTICS = "keyAnalytics"
+    SEARCH_SLA = "searchSla"
     WEBHOOK_OPERATIONAL_EVENTS = "webhookOperationalEvents"
     WEBHOOK_COMPLIANCE_EVENTS = "webhookComplianceEvents"
 
@@ -49,6 +50,7 @@ class Feature(StrEnum):
 FEATURE_TIERS: dict[Feature, Tier] = {
     Feature.ANOMALY_DETECTION: Tier.PRO,
     Feature.KEY_ANALYTICS: Tier.PRO,
+    Feature.SEARCH_SLA: Tier.PRO,
     Feature.WEBHOOK_OPERATIONAL_EVENTS: Tier.PRO,
     Feature.WEBHOOK_COMPLIANCE_EVENTS: Tier.ENTERPRISE,
 }
@@ -56,6 +58,7 @@ FEATURE_TIERS: dict[Feature, Tier] = {
 _TITLES: dict[Feature, str] = {
     Feature.ANOMALY_DETECTION: "Anomaly detection",
     Feature.KEY_ANALYTICS: "Key analytics",
+    Feature.SEARCH_SLA: "Search latency SLA",
     Feature.WEBHOOK_OPERATIONAL_EVENTS: "Operational webhook events",
     Feature.WEBHOOK_COMPLIANCE_EVENTS: "Compliance and ACL webhook events",
 }

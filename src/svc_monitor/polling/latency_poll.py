@@ -4,7 +4,6 @@ import logging
 from typing import Any
 
 from svc_monitor.config import Settings
-from svc_monitor.engine.capabilities import EngineIdentity
 from svc_monitor.engine.errors import EngineError
 from svc_monitor.engine.latency import parse_latency_histogram, parse_latency_latest
 from svc_monitor.events import now_ms
@@ -30,7 +29,7 @@ class LatencyPoller:
         if identity is None or not identity.capabilities.has_latency_monitor:
             return
         commands: list[list[Any]] = [["LATENCY", "LATEST"]]
-        if _has_histogram(identity):
+        if identity.has_latency_histogram():
             commands.append(["LATENCY", "HISTOGRAM"])
         replies = await target.client.try_each(commands)
         latest, histogram = replies[0], replies[1] if len(replies) > 1 else None
@@ -58,11 +57,6 @@ class LatencyPoller:
 
     def kind(self) -> PollKind:
         return PollKind(name="latency", interval_ms=_interval, poll=self.poll, forget=self.forget)
-
-
-def _has_histogram(identity: EngineIdentity) -> bool:
-    # LATENCY HISTOGRAM came with Redis 7.0; every Valkey has it.
-    return identity.type == "valkey" or identity.release()[:2] >= (7, 0)
 
 
 def _interval(_: RuntimeSettingsValues, settings: Settings) -> int:

@@ -1,5 +1,7 @@
 """One vector index pass: FT._LIST, then FT.INFO of each index, where a search engine is
-loaded (docs/features/vector-search.md)."""
+loaded; then the search latency inputs: LATENCY HISTOGRAM of the search commands and the
+slow-log threshold in one round trip, and the window's stored slow-log entries
+(docs/features/vector-search.md)."""
 
 import asyncio
 import logging
@@ -7,23 +9,31 @@ import time
 from typing import Any
 
 from svc_monitor.config import Settings
+from svc_monitor.engine.capabilities import is_refusal
 from svc_monitor.engine.errors import EngineError
+from svc_monitor.engine.latency import parse_latency_histogram
 from svc_monitor.engine.search_index import SearchIndexInfo, parse_ft_info, parse_ft_list
 from svc_monitor.events import now_ms
 from svc_monitor.polling.models import PollKind, PollTarget
 from svc_monitor.runtime_settings.schemas import RuntimeSettingsValues
+from svc_monitor.slowlog.service import SlowlogService
+from svc_monitor.vector_search.models import LOGGED_COMMANDS, SEARCH_COMMANDS, LatencyReading
 from svc_monitor.vector_search.service import IndexPoll, SearchModule, VectorSearchService
 
 logger = logging.getLogger(__name__)
 
 # FT.INFO runs on the server's main thread, and on RediSearch it walks an HNSW index to
 # size it: measured on 2.10 with 32-dimension vectors, 0.2 ms at 500 documents, 1 ms at
-# 5,000, 7.8 ms at 20,000. So one index per round trip, and after each a pause of
-# PACE_FACTOR times as long (at least MIN_PAUSE_S): the poll holds the main thread at
-# most a fifth of the time, and other clients wait behind one FT.INFO at most
-# (bench/vector.py measures what they see).
+# 5,000, 7.8 ms at 20,000. So one index per round trip, and the indexes of a pass spread
+# over SPREAD_SHARE of the interval: after each a pause of that share over the indexes,
+# and at least PACE_FACTOR times as long as the FT.INFO took (MIN_PAUSE_S at the least).
+# Other clients then wait behind one FT.INFO at most, and one in a few hundred of their
+# calls does at 20 indexes a minute (bench/vector.py measures what they see).
+SPREAD_SHARE = 0.5
 PACE_FACTOR = 4.0
 MIN_PAUSE_S = 0.002
+# The most stored slow-log entries one pass reads for the latency figures.
+MAX_SLOW_ENTRIES = 100_000
 # Indexes read per pass; a server with more shows the first ones by name (logged once).
 MAX_INDEXES = 256
 
@@ -31,10 +41,14 @@ MAX_INDEXES = 256
 class VectorIndexPoller:
     """Reads every search index's FT.INFO into vector index history and the live view."""
 
-    def __init__(self, vector_search: VectorSearchService) -> None:
+    def __init__(
+        self, vector_search: VectorSearchService, slowlog: SlowlogService | None = None
+    ) -> None:
         self._vector_search = vector_search
+        self._slowlog = slowlog
         self._modules: dict[str, SearchModule | None] = {}
         self._capped: set[str] = set()
+        self._refused: dict[str, set[str]] = {}  # connection id -> latency reads refused
 
     async def poll(self, target: PollTarget) -> None:
         connection_id = target.connection.id
@@ -59,13 +73,16 @@ class VectorIndexPoller:
                 )  # fmt: skip
             names = names[:MAX_INDEXES]
         indexes: list[SearchIndexInfo] = []
+        values = target.values
+        interval_s = (values.vectorIndexPollIntervalMs if values else 60_000) / 1000
+        spread = SPREAD_SHARE * interval_s / max(len(names), 1)
         pause = 0.0  # none before the first
         for name in names:
             if pause:
                 await asyncio.sleep(pause)
             started = time.perf_counter()
             [reply] = await client.try_each([["FT.INFO", name]])
-            pause = max(MIN_PAUSE_S, PACE_FACTOR * (time.perf_counter() - started))
+            pause = max(MIN_PAUSE_S, spread, PACE_FACTOR * (time.perf_counter() - started))
             if isinstance(reply, EngineError):
                 # Dropped between FT._LIST and FT.INFO ("Unknown index name"): not shown.
                 logger.debug("%s: FT.INFO %s: %s", connection_id, name, reply.message)
@@ -73,11 +90,54 @@ class VectorIndexPoller:
             indexes.append(parse_ft_info(name, reply))
         module = self._modules.get(connection_id)
         self._vector_search.record(connection_id, IndexPoll(now_ms(), module, tuple(indexes)))
+        if values is not None:
+            await self._latency(target, values)
+
+    async def _latency(self, target: PollTarget, values: RuntimeSettingsValues) -> None:
+        identity = target.identity
+        assert identity is not None  # _applies
+        connection_id = target.connection.id
+        refused = self._refused.setdefault(connection_id, set())
+        asks: dict[str, list[Any]] = {}
+        if "config" not in refused:
+            asks["config"] = ["CONFIG", "GET", "slowlog-log-slower-than"]
+        if "histogram" not in refused and identity.has_latency_histogram():
+            asks["histogram"] = ["LATENCY", "HISTOGRAM", *SEARCH_COMMANDS]
+        replies = dict(zip(asks, await target.client.try_each(list(asks.values())), strict=True))
+        for name, reply in replies.items():
+            if isinstance(reply, EngineError) and is_refusal(reply):
+                # Not asked again until forgotten: a NOPERM user's refusals would pile
+                # up in the ACL log we audit.
+                refused.add(name)
+        captured_at = now_ms()
+        entries: list[tuple[str, str | None, int]] = []
+        if self._slowlog is not None and identity.capabilities.has_slow_log:
+            entries = await self._slowlog.durations_since(
+                connection_id,
+                since_ms=captured_at - self._vector_search.latency_window_ms,
+                commands=LOGGED_COMMANDS,
+                limit=MAX_SLOW_ENTRIES,
+            )
+        histogram = replies.get("histogram")
+        parsed = (
+            None
+            if histogram is None or isinstance(histogram, EngineError)
+            else parse_latency_histogram(histogram)
+        )
+        reading = LatencyReading(
+            captured_at=captured_at,
+            histograms=parsed,
+            slow_entries=entries,
+            slow_log_threshold_us=_threshold(replies.get("config")),
+            slow_log_name="commandlog" if identity.capabilities.has_command_log else "slowlog",
+        )
+        self._vector_search.record_latency(connection_id, reading, values)
 
     async def forget(self, connection_id: str) -> None:
         # Removed or edited: the next pass asks MODULE LIST again.
         self._modules.pop(connection_id, None)
         self._capped.discard(connection_id)
+        self._refused.pop(connection_id, None)
         self._vector_search.forget(connection_id)
 
     def kind(self) -> PollKind:
@@ -96,6 +156,16 @@ class VectorIndexPoller:
 def _applies(target: PollTarget) -> bool:
     identity = target.identity
     return identity is not None and identity.capabilities.has_vector_search
+
+
+def _threshold(reply: Any) -> int | None:
+    """slowlog-log-slower-than from CONFIG GET (None when refused or unreadable)."""
+    if not isinstance(reply, list) or len(reply) < 2:
+        return None
+    try:
+        return int(reply[1])
+    except (TypeError, ValueError):
+        return None
 
 
 def _interval(values: RuntimeSettingsValues, _: Settings) -> int:

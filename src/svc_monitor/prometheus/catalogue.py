@@ -1,10 +1,11 @@
 """Every family `/api/prometheus/metrics` can show: name, type, help and profile.
 
-Four names are not the obvious ones, because `promtool check metrics` refuses abbreviated
+Seven names are not the obvious ones, because `promtool check metrics` refuses abbreviated
 or non-base units and a `_count` suffix on a gauge, and the scrape must pass it
 (docs/features/prometheus.md#prometheus): svc_instantaneous_ops_per_second (not _per_sec),
-svc_commandstats_latency_seconds and svc_slowlog_pattern_avg_duration_seconds (not _us, in
-microseconds) and svc_slowlog_pattern_entries (not _count). The OTLP semconv export still
+svc_commandstats_latency_seconds, svc_slowlog_pattern_avg_duration_seconds and
+svc_inference_bucket_p50/p95/p99_seconds (not _us, in microseconds) and
+svc_slowlog_pattern_entries (not _count). The OTLP semconv export still
 sends the microsecond metrics (otlp/export/semconv.py converts).
 
 One table, read by the collector (to build families), by the docs' generated metrics page
@@ -14,8 +15,7 @@ show with it. `full` families appear only with METRICS_EXPORT_PROFILE=full: the
 high-cardinality ones (per pattern, per slot, per client name or user) and the
 diagnostic ones (poll counts and durations).
 
-Families of features not built yet (inference, OTLP ingest) are not listed: they are
-absent, never zero.
+Families of features not built yet are not listed: they are absent, never zero.
 """
 
 from dataclasses import dataclass
@@ -428,6 +428,39 @@ VECTOR_INDEX_PERCENT_INDEXED = _gauge(
     "How much of the existing keys a search index's backfill has indexed, 0 to 100.",
     "index",
 )
+# Search latency (vector_search/latency.py): `bucket` is FT.SEARCH or FT.AGGREGATE for the
+# histogram's figures (every call), FT.SEARCH:<index>, read or write for the slow log's.
+INFERENCE_P50 = _gauge(
+    "svc_inference_bucket_p50_seconds",
+    "Median search latency in seconds over the latency window, by bucket and source "
+    "(histogram: every call; slowlog: the slow tail only).",
+    "bucket",
+    "source",
+)
+INFERENCE_P95 = _gauge(
+    "svc_inference_bucket_p95_seconds",
+    "95th percentile search latency in seconds over the latency window.",
+    "bucket",
+    "source",
+)
+INFERENCE_P99 = _gauge(
+    "svc_inference_bucket_p99_seconds",
+    "99th percentile search latency in seconds over the latency window.",
+    "bucket",
+    "source",
+)
+INFERENCE_UNHEALTHY = _gauge(
+    "svc_inference_unhealthy",
+    "1 while a search bucket's p50 is over SEARCH_UNHEALTHY_P50_US (absent where the source "
+    "cannot tell).",
+    "bucket",
+    "source",
+)
+INFERENCE_SLA_BREACH = _gauge(
+    "svc_inference_sla_breach",
+    "1 while a search index's p99 is over its SLA (Pro; absent without it).",
+    "index",
+)
 
 KEYSIZE_BUCKET_KEYS = _gauge(
     "svc_keysize_bucket_keys",
@@ -641,6 +674,11 @@ FAMILIES: tuple[Family, ...] = (
     VECTOR_INDEX_MEMORY,
     VECTOR_INDEX_FAILURES,
     VECTOR_INDEX_PERCENT_INDEXED,
+    INFERENCE_P50,
+    INFERENCE_P95,
+    INFERENCE_P99,
+    INFERENCE_UNHEALTHY,
+    INFERENCE_SLA_BREACH,
     ANOMALY_EVENTS,
     ANOMALY_EVENTS_CURRENT,
     ANOMALY_BY_SEVERITY,

@@ -1,5 +1,6 @@
-"""The runtime settings operators change without a restart: seven intervals, and the
-history retention window LOCAL_RETENTION_DAYS seeds (`/settings` in
+"""The runtime settings operators change without a restart: seven intervals, the search
+SLA (a default and each index's own), and the history retention window LOCAL_RETENTION_DAYS
+seeds (`/settings` in
 docs/features/http-api.md#health-readiness-and-liveness)."""
 
 from typing import Annotated, Any, Literal
@@ -18,6 +19,18 @@ FullInfoInterval = Annotated[
         le=2_147_483_647,
         strict=True,
         description="milliseconds between full INFO reads; 0 reads the full INFO on every pass",
+    ),
+]
+# A search SLA's p99 in microseconds; 0 in searchSlaByIndex turns an index's SLA off.
+SlaUs = Annotated[int, Field(ge=1, le=2_147_483_647, strict=True, description="microseconds")]
+IndexSlas = Annotated[
+    dict[
+        Annotated[str, Field(min_length=1, max_length=256)],
+        Annotated[int, Field(ge=0, le=2_147_483_647, strict=True)],
+    ],
+    Field(
+        max_length=1024,
+        description="an index's own p99 SLA in microseconds, by index name; 0 turns it off",
     ),
 ]
 # A century: past it a window keeps everything anyway, and a typo of extra digits is caught.
@@ -45,6 +58,8 @@ class RuntimeSettingsValues(BaseModel):
     anomalyPrometheusIntervalMs: Interval
     fullInfoIntervalMs: FullInfoInterval
     vectorIndexPollIntervalMs: Interval
+    searchSlaP99Us: SlaUs
+    searchSlaByIndex: IndexSlas
     retentionDays: RetentionDays | None
 
 
@@ -68,6 +83,8 @@ class RuntimeSettingsUpdate(BaseModel):
     anomalyPrometheusIntervalMs: Interval | None = None
     fullInfoIntervalMs: FullInfoInterval | None = None
     vectorIndexPollIntervalMs: Interval | None = None
+    searchSlaP99Us: SlaUs | None = None
+    searchSlaByIndex: IndexSlas | None = None
     retentionDays: RetentionDays | None = None
 
     def changes(self) -> dict[str, Any]:

@@ -40,6 +40,8 @@ class RuntimeSettingsService:
             anomalyPrometheusIntervalMs=s.ANOMALY_PROMETHEUS_INTERVAL_MS,
             fullInfoIntervalMs=s.FULL_INFO_INTERVAL_MS,
             vectorIndexPollIntervalMs=s.VECTOR_INDEX_POLL_INTERVAL_MS,
+            searchSlaP99Us=s.SEARCH_SLA_P99_US,
+            searchSlaByIndex={},
             retentionDays=s.LOCAL_RETENTION_DAYS,
         )
 

@@ -148,6 +148,21 @@ class SlowlogService:
             self._marks[key] = None if row is None else Mark(row.entry_id, row.started_at)
         return self._marks[key]
 
+    async def durations_since(
+        self, connection_id: str, *, since_ms: int, commands: frozenset[str], limit: int
+    ) -> list[tuple[str, str | None, int]]:
+        """(command, first argument, µs) of each stored slow-log entry of these commands
+        started since `since_ms`, newest first, at most `limit`: every node's, as stored
+        (the per-index search latency reads them, docs/features/vector-search.md)."""
+        rows = await self._store.durations_since(
+            connection_id, since=since_ms, commands=commands, limit=limit
+        )
+        found: list[tuple[str, str | None, int]] = []
+        for row in rows:
+            args = decode_args(row.args)
+            found.append((row.command, args[1] if len(args) > 1 else None, int(row.duration)))
+        return found
+
     def forget(self, connection_id: str) -> None:
         for key in [k for k in self._marks if k[0] == connection_id]:
             del self._marks[key]

@@ -40,7 +40,13 @@ async def list_traces(
     ] = None,
     min_duration: Annotated[
         float | None,
-        Query(alias="minDurationMs", ge=0, description="earliest start to latest end, ms"),
+        # A bound past any real trace (30 years), short of the int64 the query compares in.
+        Query(
+            alias="minDurationMs",
+            ge=0,
+            le=1e12,
+            description="earliest start to latest end, ms",
+        ),
     ] = None,
     limit: Annotated[int, Query(ge=1, le=1000, description="at most this many traces")] = 100,
 ) -> TraceListRead:

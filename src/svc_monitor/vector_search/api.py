@@ -14,6 +14,7 @@ from svc_monitor.vector_search.schemas import (
     KnnSearchRequest,
     ProfileRead,
     ProfileRequest,
+    SearchLatencyRead,
     TextQueryRead,
     TextQueryRequest,
     VectorIndexesRead,
@@ -35,6 +36,18 @@ async def list_vector_indexes(
     (every `vectorIndexPollIntervalMs`, 60 s by default). 501 where no search engine
     (RediSearch, Valkey Search, Redis 8's search) answers FT._LIST."""
     return await vector_search.indexes(connection)
+
+
+@router.get("/vector-search/latency", response_model=SearchLatencyRead, responses=_ERRORS)
+async def get_search_latency(
+    connection: LiveConnection, vector_search: VectorSearchDep
+) -> SearchLatencyRead:
+    """Search latency of the selected connection over the last SEARCH_LATENCY_WINDOW_MS
+    (15 min), from its last vector index pass: p50/p95/p99 of every FT.SEARCH and
+    FT.AGGREGATE call from the server's LATENCY HISTOGRAM, and per index (plus the reads
+    and writes beside them) from the stored slow log, which sees only the calls over its
+    threshold; each bucket names its source. With Pro, each index's SLA as last judged."""
+    return await vector_search.latency(connection)
 
 
 @router.get(

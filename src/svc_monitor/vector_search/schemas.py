@@ -191,3 +191,67 @@ def _no_vector_clause(query: str) -> str:
     if "=>" in query:
         raise ValueError("a vector query ('=>') goes to the search route with its vector")
     return query
+
+
+class LatencyBucketRead(BaseModel):
+    """p50/p95/p99 of one bucket over the latency window, and where they come from."""
+
+    bucket: str = Field(
+        description="FT.SEARCH or FT.AGGREGATE (histogram: every call of the command), "
+        "FT.SEARCH:<index> or FT.AGGREGATE:<index> (slow log: one index), read or write"
+    )
+    source: str = Field(
+        description="histogram: LATENCY HISTOGRAM, every call, each percentile its bucket's "
+        "upper bound; slowlog: stored slow-log entries, only calls over the threshold"
+    )
+    index: str | None = Field(
+        description="the index the figures are of: a slow-log search bucket's, or for the "
+        "histogram the server's only index; null for read, write or several indexes"
+    )
+    count: int = Field(description="calls (histogram) or entries (slow log) counted")
+    p50Us: int
+    p95Us: int
+    p99Us: int
+    unhealthy: bool | None = Field(
+        description="p50 over SEARCH_UNHEALTHY_P50_US; null where the source cannot tell "
+        "(a slow-log bucket where the histogram answers, read and write)"
+    )
+    backfilling: bool = Field(
+        description="the index was below 100 % indexed: a rise now may be the backfill's"
+    )
+
+
+class SlaStatusRead(BaseModel):
+    """One index's search SLA as last judged."""
+
+    index: str
+    thresholdUs: int = Field(description="searchSlaByIndex's value for it, or searchSlaP99Us")
+    p99Us: int | None = Field(description="the judged p99; null when no call was counted")
+    source: str = Field(description="histogram (the server's only index) or slowlog")
+    breached: bool
+    since: int | None = Field(description="epoch ms the current breach began")
+    backfilling: bool
+
+
+class SearchLatencyRead(BaseModel):
+    """Search latency of the selected connection, from its last vector index pass."""
+
+    capturedAt: int | None = Field(description="epoch ms of that pass; null before the first")
+    windowMs: int = Field(description="SEARCH_LATENCY_WINDOW_MS: what the figures cover")
+    histogramAvailable: bool = Field(
+        description="whether LATENCY HISTOGRAM answered (Redis 7+ and Valkey, not refused)"
+    )
+    histogramCoversMs: int | None = Field(
+        description="time between the histogram readings compared: 0 at the first, which "
+        "is a baseline (the calls it counts are in no window); null without a histogram"
+    )
+    slowLog: str = Field(description="commandlog (Valkey 8.1+) or slowlog: the same entries")
+    slowLogThresholdUs: int | None = Field(
+        description="slowlog-log-slower-than: the slow-log figures see only calls over it"
+    )
+    slowEntries: int = Field(description="stored slow-log entries within the window")
+    advisory: str = Field(description="what the slow-log figures describe")
+    buckets: list[LatencyBucketRead]
+    slas: list[SlaStatusRead] | None = Field(
+        description="each index's SLA; null where the licence has no searchSla (Pro)"
+    )

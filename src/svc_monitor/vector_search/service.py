@@ -3,7 +3,7 @@ connection in memory (the routes' live view and the Prometheus families), and ev
 snapshot in history."""
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,18 +12,37 @@ from svc_monitor.connections.service import ConnectionService
 from svc_monitor.engine.capabilities import is_refusal
 from svc_monitor.engine.client import EngineClient
 from svc_monitor.engine.errors import EngineError
+from svc_monitor.engine.latency import CommandHistogram
 from svc_monitor.engine.search_index import SearchIndexInfo, VectorField, parse_ft_info
 from svc_monitor.errors import NotFound, Unavailable, Unprocessable
-from svc_monitor.event_types.vector import VectorBackfillStalled, VectorIndexingFailed
+from svc_monitor.event_types.vector import (
+    VectorBackfillStalled,
+    VectorIndexingFailed,
+    VectorSlaBreached,
+    VectorSlaRecovered,
+)
 from svc_monitor.events import EventBus
+from svc_monitor.runtime_settings.schemas import RuntimeSettingsValues
 from svc_monitor.runtime_settings.service import RuntimeSettingsService
 from svc_monitor.vector_search import knn
+from svc_monitor.vector_search.latency import histogram_window, index_of, slow_buckets
+from svc_monitor.vector_search.models import (
+    SEARCH_COMMANDS,
+    LatencyBucket,
+    LatencyReading,
+    SearchLatency,
+    SlaStatus,
+    Source,
+)
 from svc_monitor.vector_search.schemas import (
     KnnSearchRead,
     KnnSearchRequest,
+    LatencyBucketRead,
     ProfileRead,
     ProfileRequest,
+    SearchLatencyRead,
     SearchModuleRead,
+    SlaStatusRead,
     TextQueryRead,
     TextQueryRequest,
     VectorFieldRead,
@@ -31,7 +50,14 @@ from svc_monitor.vector_search.schemas import (
     VectorIndexRead,
     VectorIndexSnapshotRead,
 )
+from svc_monitor.vector_search.sla import SlaState, judge
 from svc_monitor.vector_search.store import VectorIndexStore
+
+ADVISORY = (
+    "The slow-log figures count only the calls slower than the slow-log threshold: they "
+    "describe the slow tail, not the workload. The histogram figures count every call, "
+    "each percentile given as the upper bound of the server's bucket it falls in."
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +86,10 @@ class VectorSearchService:
         bus: EventBus,
         *,
         backfill_alert_ms: int,
+        latency_window_ms: int = 900_000,
+        unhealthy_p50_us: int = 10_000,
+        sla_debounce_ms: int = 600_000,
+        sla_allowed: Callable[[], bool] = lambda: True,
     ) -> None:
         self._store = store
         self._connections = connections
@@ -72,6 +102,16 @@ class VectorSearchService:
         # those whose vector_index.backfill_stalled has fired since.
         self._below_since: dict[tuple[str, str], int] = {}
         self._stalled: set[tuple[str, str]] = set()
+        self.latency_window_ms = latency_window_ms
+        self._unhealthy_p50_us = unhealthy_p50_us
+        self._sla_debounce_ms = sla_debounce_ms
+        self._sla_allowed = sla_allowed
+        # connection id -> its histogram readings within the window (and the newest one
+        # before it, the window's baseline), oldest first.
+        self._histograms: dict[str, list[tuple[int, dict[str, CommandHistogram]]]] = {}
+        # connection id -> its newest search latency figures (routes and the scrape).
+        self.search_latency: dict[str, SearchLatency] = {}
+        self._slas: dict[tuple[str, str], SlaState] = {}
 
     def record(self, connection_id: str, poll: IndexPoll) -> None:
         previous = self.latest.get(connection_id)
@@ -99,6 +139,10 @@ class VectorSearchService:
 
     def forget(self, connection_id: str) -> None:
         self.latest.pop(connection_id, None)
+        self._histograms.pop(connection_id, None)
+        self.search_latency.pop(connection_id, None)
+        for key in [k for k in self._slas if k[0] == connection_id]:
+            del self._slas[key]
         for key in [k for k in self._below_since if k[0] == connection_id]:
             del self._below_since[key]
         self._stalled = {k for k in self._stalled if k[0] != connection_id}
@@ -149,6 +193,170 @@ class VectorSearchService:
             del self._below_since[key]  # dropped: a new index of that name starts afresh
             self._stalled.discard(key)
 
+    def record_latency(
+        self, connection_id: str, reading: LatencyReading, values: RuntimeSettingsValues
+    ) -> SearchLatency:
+        """Work out one pass's search latency figures, keep them, and judge each index's
+        SLA (Pro): docs/features/vector-search.md#search-latency."""
+        poll = self.latest.get(connection_id)
+        indexes = {} if poll is None else {i.name: i for i in poll.indexes}
+
+        def backfilling(name: str | None) -> bool:
+            index = indexes.get(name) if name is not None else None
+            if index is None:
+                return False
+            progress = index.percent_indexed
+            return bool(index.indexing) or (progress is not None and progress < 100)
+
+        only = next(iter(indexes)) if len(indexes) == 1 else None
+        buckets: list[LatencyBucket] = []
+        covers: int | None = None
+        if reading.histograms is not None:
+            oldest, newest, covers = self._histogram_pair(connection_id, reading)
+            for command in SEARCH_COMMANDS:
+                after = newest.get(command)
+                figures = None if after is None else histogram_window(oldest.get(command), after)
+                if figures is None:
+                    continue
+                buckets.append(
+                    LatencyBucket(
+                        bucket=command,
+                        source="histogram",
+                        index=only,
+                        figures=figures,
+                        unhealthy=figures.p50_us > self._unhealthy_p50_us,
+                        backfilling=backfilling(only),
+                    )
+                )
+        no_histogram = reading.histograms is None
+        for name, figures in slow_buckets(reading.slow_entries).items():
+            index = index_of(name)
+            buckets.append(
+                LatencyBucket(
+                    bucket=name,
+                    source="slowlog",
+                    index=index,
+                    figures=figures,
+                    # The slow tail's p50 says nothing of every call's where the histogram
+                    # answers; without one it is all there is, an upper bound.
+                    unhealthy=figures.p50_us > self._unhealthy_p50_us
+                    if index is not None and no_histogram
+                    else None,
+                    backfilling=backfilling(index),
+                )
+            )
+        slas = (
+            self._judge_slas(connection_id, reading.captured_at, indexes, buckets, values)
+            if self._sla_allowed()
+            else None
+        )
+        latency = SearchLatency(
+            captured_at=reading.captured_at,
+            window_ms=self.latency_window_ms,
+            histogram_covers_ms=covers,
+            histogram_available=reading.histograms is not None,
+            slow_log_name=reading.slow_log_name,
+            slow_log_threshold_us=reading.slow_log_threshold_us,
+            slow_entries=len(reading.slow_entries),
+            buckets=tuple(buckets),
+            slas=slas,
+        )
+        self.search_latency[connection_id] = latency
+        return latency
+
+    def _histogram_pair(
+        self, connection_id: str, reading: LatencyReading
+    ) -> tuple[dict[str, CommandHistogram], dict[str, CommandHistogram], int | None]:
+        """(the window's baseline reading, the newest, the time between): the readings
+        kept are those within the window and the newest before it."""
+        assert reading.histograms is not None
+        kept = self._histograms.setdefault(connection_id, [])
+        kept.append((reading.captured_at, reading.histograms))
+        start = reading.captured_at - self.latency_window_ms
+        while len(kept) > 1 and kept[1][0] <= start:
+            del kept[0]
+        # The first reading is only a baseline: when the calls it counts were made is not
+        # known, so they are in no window.
+        return kept[0][1], reading.histograms, reading.captured_at - kept[0][0]
+
+    def _judge_slas(
+        self,
+        connection_id: str,
+        now: int,
+        indexes: dict[str, SearchIndexInfo],
+        buckets: list[LatencyBucket],
+        values: RuntimeSettingsValues,
+    ) -> tuple[SlaStatus, ...]:
+        """Each index's p99 against its threshold: the histogram's FT.SEARCH figures where
+        the index is the server's only one (every call), else its slow-log bucket."""
+        histogram = next(
+            (b for b in buckets if b.source == "histogram" and b.bucket == "FT.SEARCH"), None
+        )
+        slow = {
+            b.index: b
+            for b in buckets
+            if b.source == "slowlog" and b.bucket.startswith("FT.SEARCH:")
+        }
+        statuses: list[SlaStatus] = []
+        for name, index in indexes.items():
+            threshold = values.searchSlaByIndex.get(name, values.searchSlaP99Us)
+            key = (connection_id, name)
+            if threshold <= 0:
+                self._slas.pop(key, None)
+                continue
+            source: Source
+            if histogram is not None and histogram.index == name:
+                source, p99 = "histogram", histogram.figures.p99_us
+            elif len(indexes) == 1 and histogram is None and self._histograms.get(connection_id):
+                source, p99 = "histogram", None  # read, and no search in the window
+            else:
+                bucket = slow.get(name)
+                source, p99 = "slowlog", None if bucket is None else bucket.figures.p99_us
+            state = self._slas.setdefault(key, SlaState())
+            since = state.since_ms
+            verdict = judge(state, p99, threshold, now_ms=now, debounce_ms=self._sla_debounce_ms)
+            filling = bool(index.indexing) or (
+                index.percent_indexed is not None and index.percent_indexed < 100
+            )
+            if verdict == "breached" and p99 is not None:
+                self._bus.publish(
+                    VectorSlaBreached(
+                        connection_id=connection_id,
+                        at_ms=now,
+                        index_name=name,
+                        p99_us=p99,
+                        threshold_us=threshold,
+                        source=source,
+                        window_ms=self.latency_window_ms,
+                        while_backfilling=filling,
+                    )
+                )
+            elif verdict == "recovered":
+                self._bus.publish(
+                    VectorSlaRecovered(
+                        connection_id=connection_id,
+                        at_ms=now,
+                        index_name=name,
+                        p99_us=p99,
+                        threshold_us=threshold,
+                        breached_for_ms=now - (since if since is not None else now),
+                    )
+                )
+            statuses.append(
+                SlaStatus(
+                    index=name,
+                    threshold_us=threshold,
+                    p99_us=p99,
+                    source=source,
+                    breached=state.breached,
+                    since=state.since_ms,
+                    backfilling=filling,
+                )
+            )
+        for key in [k for k in self._slas if k[0] == connection_id and k[1] not in indexes]:
+            del self._slas[key]  # dropped: a new index of that name starts afresh
+        return tuple(statuses)
+
     async def indexes(self, connection: Connection) -> VectorIndexesRead:
         """The last poll's view; CommandUnavailable (501) where no search engine answers."""
         await self._connections.require_live_feature(connection, "vector_search")
@@ -166,6 +374,62 @@ class VectorSearchService:
             capturedAt=poll.captured_at,
             pollIntervalMs=interval,
             indexes=[_read(i) for i in poll.indexes],
+        )
+
+    async def latency(self, connection: Connection) -> SearchLatencyRead:
+        """The last pass's search latency figures (none before the first)."""
+        await self._connections.require_live_feature(connection, "vector_search")
+        latency = self.search_latency.get(connection.id)
+        if latency is None:
+            return SearchLatencyRead(
+                capturedAt=None,
+                windowMs=self.latency_window_ms,
+                histogramAvailable=False,
+                histogramCoversMs=None,
+                slowLog="slowlog",
+                slowLogThresholdUs=None,
+                slowEntries=0,
+                advisory=ADVISORY,
+                buckets=[],
+                slas=None if not self._sla_allowed() else [],
+            )
+        return SearchLatencyRead(
+            capturedAt=latency.captured_at,
+            windowMs=latency.window_ms,
+            histogramAvailable=latency.histogram_available,
+            histogramCoversMs=latency.histogram_covers_ms,
+            slowLog=latency.slow_log_name,
+            slowLogThresholdUs=latency.slow_log_threshold_us,
+            slowEntries=latency.slow_entries,
+            advisory=ADVISORY,
+            buckets=[
+                LatencyBucketRead(
+                    bucket=b.bucket,
+                    source=b.source,
+                    index=b.index,
+                    count=b.figures.count,
+                    p50Us=b.figures.p50_us,
+                    p95Us=b.figures.p95_us,
+                    p99Us=b.figures.p99_us,
+                    unhealthy=b.unhealthy,
+                    backfilling=b.backfilling,
+                )
+                for b in latency.buckets
+            ],
+            slas=None
+            if latency.slas is None
+            else [
+                SlaStatusRead(
+                    index=s.index,
+                    thresholdUs=s.threshold_us,
+                    p99Us=s.p99_us,
+                    source=s.source,
+                    breached=s.breached,
+                    since=s.since,
+                    backfilling=s.backfilling,
+                )
+                for s in latency.slas
+            ],
         )
 
     async def history(

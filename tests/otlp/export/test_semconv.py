@@ -107,9 +107,9 @@ svc_vector_index_docs → svc.vector_index.docs [{document}]
 svc_vector_index_memory_bytes → svc.vector_index.memory [By]
 svc_vector_index_indexing_failures → svc.vector_index.indexing_failures [{failure}]
 svc_vector_index_percent_indexed → svc.vector_index.indexed [%]
-svc_inference_bucket_p50_us → svc.inference.bucket.latency [us] (percentile=p50)
-svc_inference_bucket_p95_us → svc.inference.bucket.latency [us] (percentile=p95)
-svc_inference_bucket_p99_us → svc.inference.bucket.latency [us] (percentile=p99)
+svc_inference_bucket_p50_seconds → svc.inference.bucket.latency [us] (percentile=p50)
+svc_inference_bucket_p95_seconds → svc.inference.bucket.latency [us] (percentile=p95)
+svc_inference_bucket_p99_seconds → svc.inference.bucket.latency [us] (percentile=p99)
 svc_inference_unhealthy → svc.inference.bucket.unhealthy [1]
 svc_inference_sla_breach → svc.inference.sla_breach [1]
 svc_poll_stale → svc.poll.stale [1]

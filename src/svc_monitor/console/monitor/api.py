@@ -42,6 +42,7 @@ from svc_monitor.console.monitor.schemas import (
 from svc_monitor.console.monitor.service import MonitorService
 from svc_monitor.console.monitor.tail import Ended, Missed, TailItem
 from svc_monitor.errors import AppError
+from svc_monitor.kit.plain_text import Printable
 from svc_monitor.services import Services
 
 router = APIRouter(tags=["monitor"])
@@ -52,8 +53,9 @@ ListLimit = Annotated[int, Query(ge=1, le=100, description="at most this many ca
 ListOffset = Annotated[int, Query(ge=0, le=1_000_000, description="captures to skip")]
 LineOffset = Annotated[int, Query(ge=0, le=MAX_COUNT, description="the first line's seq")]
 LineLimit = Annotated[int, Query(ge=1, le=5000, description="at most this many lines")]
+# Printable: a NUL would reach the stored lines' query (PostgreSQL refuses it outright).
 CommandFilter = Annotated[
-    str | None, Query(max_length=64, description="only this command (case-insensitive)")
+    Printable | None, Query(max_length=64, description="only this command (case-insensitive)")
 ]
 ExportFormat = Annotated[Literal["json", "csv"], Query(description="json or csv")]
 

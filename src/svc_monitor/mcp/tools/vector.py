@@ -1,4 +1,5 @@
-"""Vector search: each search index's health, as the vector index poll last read it."""
+"""Vector search: each search index's health, as the vector index poll last read it, and
+search latency per index with its source."""
 
 from typing import Any
 
@@ -37,11 +38,67 @@ async def vector_indexes(api: ApiCaller, params: Scoped) -> str:
     )
 
 
+# Ours, not the API's text: the tool says it whatever the API answers.
+ADVISORY = (
+    "Slow-log figures count only the calls over the slow-log threshold (the slow tail, not "
+    "the workload); histogram figures count every call, each percentile its bucket's upper "
+    "bound."
+)
+
+
+async def search_latency(api: ApiCaller, params: Scoped) -> str:
+    body = await api.get("/api/vector-search/latency", connection=params.connection)
+    threshold = body.get("slowLogThresholdUs")
+    window_ms = body.get("windowMs")
+    window = f"{window_ms // 60_000} min" if isinstance(window_ms, int) else "the window"
+
+    def line(bucket: dict[str, Any]) -> str:
+        health = {True: "; unhealthy (p50 over the threshold)", False: "", None: ""}
+        source = (
+            "histogram, every call"
+            if bucket.get("source") == "histogram"
+            else f"{data(body.get('slowLog'))}, slow tail only"
+        )
+        return (
+            f"{data(bucket.get('bucket'))} ({source}): p50 {number(bucket.get('p50Us'), 'µs')}, "
+            f"p95 {number(bucket.get('p95Us'), 'µs')}, p99 {number(bucket.get('p99Us'), 'µs')} "
+            f"over {number(bucket.get('count'), digits=0)} calls"
+            + health.get(bucket.get("unhealthy"), "")
+            + ("; the index was backfilling" if bucket.get("backfilling") else "")
+        )
+
+    slas = body.get("slas")
+    sla_lines = (
+        []
+        if not slas
+        else [
+            f"SLA {data(s.get('index'))}: p99 {number(s.get('p99Us'), 'µs')} against "
+            f"{number(s.get('thresholdUs'), 'µs')} ({data(s.get('source'))}): "
+            + ("BREACHED" if s.get("breached") else "met")
+            for s in slas
+        ]
+    )
+    heading = (
+        f"Search latency over {window} (read {iso(body.get('capturedAt'))}; slow log over "
+        f"{number(threshold, 'µs')}). {ADVISORY}"
+    )
+    text = listing(heading, body.get("buckets") or [], line, empty="no search counted yet")
+    return "\n".join([text, *sla_lines])
+
+
 TOOLS = [
     ToolSpec(
         "vector_indexes",
         "Each search index's documents, memory, indexing failures, percent indexed and "
         "vector fields (where a search engine such as RediSearch or Valkey Search is loaded).",
         vector_indexes,
+    ),
+    ToolSpec(
+        "search_latency",
+        "Search latency per index: p50/p95/p99 of every FT.SEARCH and FT.AGGREGATE call from "
+        "the server's latency histogram, and per index, reads and writes from the slow log "
+        "(the slow tail only), each with its source; unhealthy buckets, backfilling "
+        "indexes and, with Pro, each index's SLA.",
+        search_latency,
     ),
 ]

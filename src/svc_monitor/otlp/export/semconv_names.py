@@ -8,11 +8,12 @@ names of the Collector's `redisreceiver`); product-only names start with `svc.`;
 service's own process and garbage-collector families become `process.*` and `cpython.gc.*`.
 A family without an entry keeps its scrape name.
 
-Four families have scrape names that do not match their OTLP names, because `promtool
+Seven families have scrape names that do not match their OTLP names, because `promtool
 check metrics` refuses abbreviated units and `_count` on a gauge (prometheus/catalogue.py,
 docs/features/prometheus.md#prometheus): svc_instantaneous_ops_per_second,
-svc_commandstats_latency_seconds, svc_slowlog_pattern_avg_duration_seconds (both in
-seconds, sent in microseconds) and svc_slowlog_pattern_entries. Their entries below still
+svc_commandstats_latency_seconds, svc_slowlog_pattern_avg_duration_seconds and the three
+svc_inference_bucket_p50/p95/p99_seconds (in seconds, sent in microseconds) and
+svc_slowlog_pattern_entries. Their entries below still
 give the OTLP names and units (`svc.cmd.latency_avg` [us], `svc.slowlog.pattern.count` ...).
 
 `integer` says how the values travel (asInt or asDouble), fixed per metric so a backend
@@ -198,10 +199,11 @@ TABLE: dict[str, SemconvName] = {
     "svc_vector_index_indexing_failures": _s("svc.vector_index.indexing_failures", "{failure}"),
     "svc_vector_index_percent_indexed": _s("svc.vector_index.indexed", "%", double=True),
     **{
-        f"svc_inference_bucket_{p}_us": _s(
+        f"svc_inference_bucket_{p}_seconds": _s(
             "svc.inference.bucket.latency",
             "us",
             double=True,
+            scale=1e6,
             attributes=(("percentile", p),),
             description=_INFERENCE,
         )

@@ -33,10 +33,12 @@ router = APIRouter(include_in_schema=False)
 class Field:
     name: str  # the API's field, and the form's
     label: str
-    env: str  # the environment variable that seeds it
+    env: str  # the environment variable that seeds it ("" for none)
     help: str
     unit: str = "ms"
     optional: bool = False  # left empty, the value is null (for retention: keep everything)
+    # "index_map": a name -> whole number mapping, typed as `name=value, name=value`.
+    kind: str = "number"
 
 
 FIELDS = (
@@ -70,6 +72,24 @@ FIELDS = (
         "Vector index poll interval",
         "VECTOR_INDEX_POLL_INTERVAL_MS",
         "How often each search index's FT.INFO is read where a search engine is loaded.",
+    ),
+    Field(
+        "searchSlaP99Us",
+        "Search SLA (p99)",
+        "SEARCH_SLA_P99_US",
+        "The p99 every search index's searches should stay under (Pro): over it, "
+        "vector_index.sla_breached; back under 90 % of it, vector_index.sla_recovered.",
+        unit="µs",
+    ),
+    Field(
+        "searchSlaByIndex",
+        "Search SLA per index",
+        "",  # no environment variable seeds it
+        "An index's own p99 SLA, as name=microseconds separated by commas "
+        "(docs_idx=20000, cache_idx=0); 0 turns an index's SLA off. Empty: every index "
+        "has the SLA above. Names holding a comma or '=' are set through the API.",
+        unit="µs",
+        kind="index_map",
     ),
     Field(
         "anomalyCacheTtlMs",
@@ -123,8 +143,23 @@ async def _form(
     return SettingsForm(current, service.defaults(), shown | (values or {}), errors or {}, message)
 
 
-def _shown(value: int | None) -> str:
+def _shown(value: int | dict[str, int] | None) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{name}={number}" for name, number in sorted(value.items()))
     return "" if value is None else str(value)
+
+
+def _index_map(text: str) -> dict[str, int] | None:
+    """`a=1, b=2` as {"a": 1, "b": 2}; empty text is {}; None when it is not of that form."""
+    found: dict[str, int] = {}
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        name, equals, number = item.rpartition("=")
+        if not equals or not name.strip() or not _WHOLE_NUMBER.fullmatch(number.strip()):
+            return None
+        found[name.strip()] = int(number.strip())
+    return found
 
 
 # A whole number as typed; bounded, as int() refuses more than 4,300 digits.
@@ -140,10 +175,17 @@ def _typed(text: str) -> int | str:
 def validate(values: dict[str, str]) -> RuntimeSettingsUpdate | dict[str, str]:
     """The API's update model for the form's fields, or the problem of each bad field."""
     typed = {f.name: values.get(f.name, "").strip() for f in FIELDS}
-    data: dict[str, int | str | None] = {name: _typed(text) for name, text in typed.items()}
+    data: dict[str, int | str | dict[str, int] | None] = {
+        name: _typed(text) for name, text in typed.items()
+    }
     for f in FIELDS:
         if f.optional and not typed[f.name]:
             data[f.name] = None
+        if f.kind == "index_map":
+            mapping = _index_map(typed[f.name])
+            if mapping is None:
+                return {f.name: f"{f.label}: write name=microseconds, separated by commas"}
+            data[f.name] = mapping
     try:
         return RuntimeSettingsUpdate.model_validate(data)
     except ValidationError as exc:

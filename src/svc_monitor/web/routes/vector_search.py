@@ -1,5 +1,6 @@
 """Vector search: each search index of the selected connection as the vector index poll
-last read it (documents, memory, progress, failures, vector fields).
+last read it (documents, memory, progress, failures, vector fields), and search latency
+per bucket with its source and each index's SLA.
 
 Reads go through VectorSearchService, as GET /api/vector-search/indexes does: a server
 without a search engine shows why (the 501's words), a push connection the shell's
@@ -9,7 +10,7 @@ needs-live message (the page is live-only).
 from fastapi import APIRouter
 from fastapi.responses import HTMLResponse
 
-from svc_monitor.vector_search.schemas import VectorIndexesRead
+from svc_monitor.vector_search.schemas import SearchLatencyRead, VectorIndexesRead
 from svc_monitor.web.dependencies import UiDep
 from svc_monitor.web.live import load_live
 from svc_monitor.web.pages import Page
@@ -24,7 +25,10 @@ async def vector_search_page(ui: UiDep) -> HTMLResponse:
     """The search indexes of the selected connection."""
     connection = ui.shell.connection
     indexes: Section[VectorIndexesRead] | None = None
+    latency: Section[SearchLatencyRead] | None = None
     if connection is not None:
         service = ui.features.vector_search
         indexes = await load_live(ui.shell, lambda: service.indexes(connection))
-    return ui.page(PAGE, "vector_search/page.html", indexes=indexes)
+        if indexes.ok:
+            latency = await load_live(ui.shell, lambda: service.latency(connection))
+    return ui.page(PAGE, "vector_search/page.html", indexes=indexes, latency=latency)
