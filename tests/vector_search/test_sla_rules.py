@@ -1,21 +1,27 @@
 """The search SLA's hysteresis and debounce, reading by reading: what decides whether an
 operator is paged again (docs/features/vector-search.md#search-sla)."""
 
+from collections.abc import Sequence
+
 from svc_monitor.vector_search.sla import SlaState, judge
 
 THRESHOLD = 50_000
 DEBOUNCE = 600_000
 
 
-def run(readings: list[tuple[int, int | None]]) -> list[tuple[int, str]]:
+def run(readings: Sequence[tuple[int, int | None]]) -> list[tuple[int, str]]:
     """(time ms, p99) readings -> the announcements, with their times."""
     state = SlaState()
-    said = []
+    said: list[tuple[int, str]] = []
     for at, p99 in readings:
         verdict = judge(state, p99, THRESHOLD, now_ms=at, debounce_ms=DEBOUNCE)
         if verdict is not None:
             said.append((at, verdict))
     return said
+
+
+def breached(state: SlaState) -> bool:
+    return state.breached
 
 
 def test_a_p99_hovering_just_under_the_line_does_not_recover():
@@ -59,10 +65,10 @@ def test_a_breach_soon_after_the_last_is_not_announced_nor_its_recovery():
     state = SlaState()
     for at, p99 in quick:
         judge(state, p99, THRESHOLD, now_ms=at, debounce_ms=2 * minute)
-    assert not state.breached  # recovered at 3 min with a 2 min debounce
+    assert not breached(state)  # recovered at 3 min with a 2 min debounce
     # Breached again 4 min after the first announcement, within a 10 min debounce:
     assert judge(state, 70_000, THRESHOLD, now_ms=4 * minute, debounce_ms=10 * minute) is None
-    assert state.breached
+    assert breached(state)
     # ... and its recovery is not announced either.
     judge(state, 10_000, THRESHOLD, now_ms=5 * minute, debounce_ms=10 * minute)
     assert judge(state, 10_000, THRESHOLD, now_ms=16 * minute, debounce_ms=10 * minute) is None

@@ -70,3 +70,32 @@ def parse_latency_histogram(reply: Any) -> dict[str, CommandHistogram]:
                 buckets[bucket] = number
         result[command] = CommandHistogram(calls=calls, histogram=buckets)
     return result
+
+
+def merge_histograms(readings: list[dict[str, CommandHistogram]]) -> dict[str, CommandHistogram]:
+    """Several nodes' LATENCY HISTOGRAM as one: calls and each bucket's cumulative count
+    summed per command. A node's reply lists only the buckets holding calls, so a bound it
+    lacks counts what its nearest lower bound counts."""
+    if len(readings) == 1:
+        return readings[0]
+    merged: dict[str, CommandHistogram] = {}
+    for command in sorted({c for reading in readings for c in reading}):
+        parts = [reading[command] for reading in readings if command in reading]
+        bounds = sorted({b for part in parts for b in part.histogram}, key=_bound)
+        merged[command] = CommandHistogram(
+            calls=sum(part.calls for part in parts),
+            histogram={b: sum(_at_or_under(part, b) for part in parts) for b in bounds},
+        )
+    return merged
+
+
+def _bound(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        return float("inf")
+
+
+def _at_or_under(part: CommandHistogram, bound: str) -> int:
+    limit = _bound(bound)
+    return max((n for b, n in part.histogram.items() if _bound(b) <= limit), default=0)

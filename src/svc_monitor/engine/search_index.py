@@ -42,6 +42,8 @@ class SearchIndexInfo:
     vector_memory_bytes: int | None
     vector_fields: tuple[VectorField, ...]
     last_error: str | None  # the newest indexing error the engine kept, if any
+    # The cluster node it was read from (host:port); None for the connection's own server.
+    node: str | None = None
 
 
 def parse_ft_list(reply: Any) -> list[str]:

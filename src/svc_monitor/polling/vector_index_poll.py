@@ -6,12 +6,15 @@ slow-log threshold in one round trip, and the window's stored slow-log entries
 import asyncio
 import logging
 import time
+from dataclasses import replace
 from typing import Any
 
+from svc_monitor.cluster.service import ClusterService
 from svc_monitor.config import Settings
 from svc_monitor.engine.capabilities import is_refusal
+from svc_monitor.engine.client import EngineClient
 from svc_monitor.engine.errors import EngineError
-from svc_monitor.engine.latency import parse_latency_histogram
+from svc_monitor.engine.latency import merge_histograms, parse_latency_histogram
 from svc_monitor.engine.search_index import SearchIndexInfo, parse_ft_info, parse_ft_list
 from svc_monitor.events import now_ms
 from svc_monitor.polling.models import PollKind, PollTarget
@@ -42,10 +45,14 @@ class VectorIndexPoller:
     """Reads every search index's FT.INFO into vector index history and the live view."""
 
     def __init__(
-        self, vector_search: VectorSearchService, slowlog: SlowlogService | None = None
+        self,
+        vector_search: VectorSearchService,
+        slowlog: SlowlogService | None = None,
+        clusters: ClusterService | None = None,
     ) -> None:
         self._vector_search = vector_search
         self._slowlog = slowlog
+        self._clusters = clusters
         self._modules: dict[str, SearchModule | None] = {}
         self._capped: set[str] = set()
         self._refused: dict[str, set[str]] = {}  # connection id -> latency reads refused
@@ -63,37 +70,72 @@ class VectorIndexPoller:
             return
         if first:
             self._modules[connection_id] = _search_module(replies[1])
-        names = parse_ft_list(replies[0])
-        if len(names) > MAX_INDEXES:
-            if connection_id not in self._capped:
-                self._capped.add(connection_id)
-                logger.warning(
-                    "%s: %d search indexes; the first %d by name are read",
-                    connection_id, len(names), MAX_INDEXES,
-                )  # fmt: skip
-            names = names[:MAX_INDEXES]
+        nodes = await self._nodes(target)
+        # (node, client, index names) of each node read; the seed's list is the one above.
+        listed: list[tuple[str | None, EngineClient, list[str]]] = []
+        for address, node_client in nodes:
+            if node_client is client:
+                listed.append((address, client, parse_ft_list(replies[0])))
+                continue
+            [reply] = await node_client.try_each([["FT._LIST"]])
+            if isinstance(reply, EngineError):
+                logger.debug("%s: FT._LIST on %s: %s", connection_id, address, reply.message)
+                continue
+            listed.append((address, node_client, parse_ft_list(reply)))
+        listed = self._capped_to_max(connection_id, listed)
         indexes: list[SearchIndexInfo] = []
         values = target.values
         interval_s = (values.vectorIndexPollIntervalMs if values else 60_000) / 1000
-        spread = SPREAD_SHARE * interval_s / max(len(names), 1)
+        spread = SPREAD_SHARE * interval_s / max(sum(len(n) for _, _, n in listed), 1)
         pause = 0.0  # none before the first
-        for name in names:
-            if pause:
-                await asyncio.sleep(pause)
-            started = time.perf_counter()
-            [reply] = await client.try_each([["FT.INFO", name]])
-            pause = max(MIN_PAUSE_S, spread, PACE_FACTOR * (time.perf_counter() - started))
-            if isinstance(reply, EngineError):
-                # Dropped between FT._LIST and FT.INFO ("Unknown index name"): not shown.
-                logger.debug("%s: FT.INFO %s: %s", connection_id, name, reply.message)
-                continue
-            indexes.append(parse_ft_info(name, reply))
+        for address, node_client, names in listed:
+            for name in names:
+                if pause:
+                    await asyncio.sleep(pause)
+                started = time.perf_counter()
+                [reply] = await node_client.try_each([["FT.INFO", name]])
+                pause = max(MIN_PAUSE_S, spread, PACE_FACTOR * (time.perf_counter() - started))
+                if isinstance(reply, EngineError):
+                    # Dropped between FT._LIST and FT.INFO ("Unknown index name"): not shown.
+                    logger.debug("%s: FT.INFO %s: %s", connection_id, name, reply.message)
+                    continue
+                indexes.append(replace(parse_ft_info(name, reply), node=address))
         module = self._modules.get(connection_id)
         self._vector_search.record(connection_id, IndexPoll(now_ms(), module, tuple(indexes)))
         if values is not None:
-            await self._latency(target, values)
+            await self._latency(target, values, [c for _, c, _ in listed] or [client])
 
-    async def _latency(self, target: PollTarget, values: RuntimeSettingsValues) -> None:
+    async def _nodes(self, target: PollTarget) -> list[tuple[str | None, EngineClient]]:
+        """Where the indexes are read: a cluster's every primary, reached directly (each
+        shard has its own indexes), named by host:port; else the server itself (None)."""
+        identity = target.identity
+        if self._clusters is None or identity is None or not identity.cluster_enabled:
+            return [(None, target.client)]
+        found = await self._clusters.primary_clients(target.connection, target.client)
+        return [(address, node_client) for address, node_client in found]
+
+    def _capped_to_max(
+        self, connection_id: str, listed: list[tuple[str | None, EngineClient, list[str]]]
+    ) -> list[tuple[str | None, EngineClient, list[str]]]:
+        """At most MAX_INDEXES in all, the first by name of each node in node order."""
+        total = sum(len(names) for _, _, names in listed)
+        if total <= MAX_INDEXES:
+            return listed
+        if connection_id not in self._capped:
+            self._capped.add(connection_id)
+            logger.warning(
+                "%s: %d search indexes; the first %d are read", connection_id, total, MAX_INDEXES
+            )
+        kept: list[tuple[str | None, EngineClient, list[str]]] = []
+        room = MAX_INDEXES
+        for address, node_client, names in listed:
+            kept.append((address, node_client, names[:room]))
+            room -= len(kept[-1][2])
+        return kept
+
+    async def _latency(
+        self, target: PollTarget, values: RuntimeSettingsValues, clients: list[EngineClient]
+    ) -> None:
         identity = target.identity
         assert identity is not None  # _applies
         connection_id = target.connection.id
@@ -104,6 +146,12 @@ class VectorIndexPoller:
         if "histogram" not in refused and identity.has_latency_histogram():
             asks["histogram"] = ["LATENCY", "HISTOGRAM", *SEARCH_COMMANDS]
         replies = dict(zip(asks, await target.client.try_each(list(asks.values())), strict=True))
+        histograms: list[Any] = [replies.get("histogram")]
+        if "histogram" in asks:
+            # A cluster's calls are spread over its shards: every primary's histogram, summed.
+            for other in clients:
+                if other is not target.client:
+                    histograms.extend(await other.try_each([asks["histogram"]]))
         for name, reply in replies.items():
             if isinstance(reply, EngineError) and is_refusal(reply):
                 # Not asked again until forgotten: a NOPERM user's refusals would pile
@@ -118,12 +166,12 @@ class VectorIndexPoller:
                 commands=LOGGED_COMMANDS,
                 limit=MAX_SLOW_ENTRIES,
             )
-        histogram = replies.get("histogram")
-        parsed = (
-            None
-            if histogram is None or isinstance(histogram, EngineError)
-            else parse_latency_histogram(histogram)
-        )
+        read = [
+            parse_latency_histogram(h)
+            for h in histograms
+            if h is not None and not isinstance(h, EngineError)
+        ]
+        parsed = merge_histograms(read) if read else None
         reading = LatencyReading(
             captured_at=captured_at,
             histograms=parsed,

@@ -1,5 +1,6 @@
 """The vector search domain's part: search indexes polled, kept, served and scraped."""
 
+from svc_monitor.cluster.service import ClusterService
 from svc_monitor.licensing.models import Feature
 from svc_monitor.parts import Part, Registry, Watched, addresses
 from svc_monitor.polling.models import PollKind
@@ -30,7 +31,11 @@ def part(registry: Registry) -> Part:
     )
 
     def poll_kinds() -> list[PollKind]:
-        return [VectorIndexPoller(vector_search, registry.get(SlowlogService)).kind()]
+        return [
+            VectorIndexPoller(
+                vector_search, registry.get(SlowlogService), registry.get(ClusterService)
+            ).kind()
+        ]
 
     return Part(
         name="vector search",

@@ -20,6 +20,10 @@ class VectorIndexRead(BaseModel):
     null (Valkey Search reports no per-index sizes), never 0."""
 
     name: str
+    node: str | None = Field(
+        description="for a cluster, the node (host:port) the index was read from; each "
+        "shard holds its own indexes. Null for a server that is not a cluster"
+    )
     docs: int | None = Field(description="documents in the index (num_docs)")
     records: int | None = Field(description="index records (num_records)")
     indexingFailures: int | None = Field(

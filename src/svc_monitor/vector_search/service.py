@@ -2,8 +2,9 @@
 connection in memory (the routes' live view and the Prometheus families), and every poll's
 snapshot in history."""
 
+import contextlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -123,6 +124,7 @@ class VectorSearchService:
                     "connection_id": connection_id,
                     "captured_at": poll.captured_at,
                     "index_name": index.name[:256],
+                    "node": index.node,
                     "docs": index.docs,
                     "records": index.records,
                     "indexing_failures": index.indexing_failures,
@@ -149,14 +151,14 @@ class VectorSearchService:
 
     def _judge(self, connection_id: str, previous: IndexPoll | None, poll: IndexPoll) -> None:
         """The two vector index events, each once per finding (event_types/vector.py)."""
-        before = {} if previous is None else {i.name: i for i in previous.indexes}
+        before = {} if previous is None else {_ident(i): i for i in previous.indexes}
         for index in poll.indexes:
-            key = (connection_id, index.name)
+            key = (connection_id, _ident(index))
             failures = index.indexing_failures
             if previous is not None and failures:
                 # An index first seen after the connection's first poll was created while
                 # watched: its failures are all new.
-                earlier = before.get(index.name)
+                earlier = before.get(_ident(index))
                 known = 0 if earlier is None else earlier.indexing_failures or 0
                 if failures > known:
                     self._bus.publish(
@@ -188,7 +190,7 @@ class VectorSearchService:
                         alert_after_ms=self._backfill_alert_ms,
                     )
                 )
-        names = {i.name for i in poll.indexes}
+        names = {_ident(i) for i in poll.indexes}
         for key in [k for k in self._below_since if k[0] == connection_id and k[1] not in names]:
             del self._below_since[key]  # dropped: a new index of that name starts afresh
             self._stalled.discard(key)
@@ -199,7 +201,11 @@ class VectorSearchService:
         """Work out one pass's search latency figures, keep them, and judge each index's
         SLA (Pro): docs/features/vector-search.md#search-latency."""
         poll = self.latest.get(connection_id)
-        indexes = {} if poll is None else {i.name: i for i in poll.indexes}
+        # By name: the slow log and the SLA settings name indexes, not the nodes holding
+        # them (a cluster's shards may each hold one of the same name: the first is judged).
+        indexes: dict[str, SearchIndexInfo] = {}
+        for index in () if poll is None else poll.indexes:
+            indexes.setdefault(index.name, index)
 
         def backfilling(name: str | None) -> bool:
             index = indexes.get(name) if name is not None else None
@@ -230,19 +236,19 @@ class VectorSearchService:
                 )
         no_histogram = reading.histograms is None
         for name, figures in slow_buckets(reading.slow_entries).items():
-            index = index_of(name)
+            index_name = index_of(name)
             buckets.append(
                 LatencyBucket(
                     bucket=name,
                     source="slowlog",
-                    index=index,
+                    index=index_name,
                     figures=figures,
                     # The slow tail's p50 says nothing of every call's where the histogram
                     # answers; without one it is all there is, an upper bound.
                     unhealthy=figures.p50_us > self._unhealthy_p50_us
-                    if index is not None and no_histogram
+                    if index_name is not None and no_histogram
                     else None,
-                    backfilling=backfilling(index),
+                    backfilling=backfilling(index_name),
                 )
             )
         slas = (
@@ -455,7 +461,12 @@ class VectorSearchService:
         """The `k` documents nearest to the request's vector (or its source key's), read
         live with one FT.INFO (the field's type and dimensions) and one FT.SEARCH."""
         await self._connections.require_live_feature(connection, "vector_search")
-        client = self._connections.client(connection)
+        async with self._client_for(connection, index_name) as client:
+            return await self._knn(client, index_name, request)
+
+    async def _knn(
+        self, client: EngineClient, index_name: str, request: KnnSearchRequest
+    ) -> KnnSearchRead:
         info = parse_ft_info(index_name, await self._ask(client, ["FT.INFO", index_name]))
         if not info.vector_fields:
             raise Unprocessable(f"index '{index_name}' has no vector field", field="field")
@@ -490,7 +501,12 @@ class VectorSearchService:
         """The documents a query matches, read live (FT.INFO for the vector fields to
         leave out, then FT.SEARCH)."""
         await self._connections.require_live_feature(connection, "vector_search")
-        client = self._connections.client(connection)
+        async with self._client_for(connection, index_name) as client:
+            return await self._text_query(client, index_name, request)
+
+    async def _text_query(
+        self, client: EngineClient, index_name: str, request: TextQueryRequest
+    ) -> TextQueryRead:
         info = parse_ft_info(index_name, await self._ask(client, ["FT.INFO", index_name]))
         command = knn.text_command(
             index_name, request.query, limit=request.limit, offset=request.offset
@@ -510,15 +526,38 @@ class VectorSearchService:
     ) -> ProfileRead:
         """FT.PROFILE of a query: 501 where the engine has none (Valkey Search)."""
         await self._connections.require_live_feature(connection, "vector_search")
-        client = self._connections.client(connection)
         command = knn.profile_command(index_name, request.query, limit=request.limit)
-        reply = await self._ask(client, command)
+        async with self._client_for(connection, index_name) as client:
+            reply = await self._ask(client, command)
         results, profile = (
             (reply[0], reply[1]) if isinstance(reply, list) and len(reply) == 2 else (reply, None)
         )
         return ProfileRead(
             index=index_name, total=knn.total(results), profile=knn.readable(profile)
         )
+
+    @contextlib.asynccontextmanager
+    async def _client_for(
+        self, connection: Connection, index_name: str
+    ) -> AsyncIterator[EngineClient]:
+        """The connection's client, or for an index the last poll found on another node of
+        a cluster, a client of that node's own (the index's name is its key: the seed would
+        answer MOVED), closed after the call."""
+        seed = self._connections.client(connection)
+        poll = self.latest.get(connection.id)
+        node = next(
+            (i.node for i in (poll.indexes if poll else ()) if i.name == index_name and i.node),
+            None,
+        )
+        host, _, port = (node or "").rpartition(":")
+        if node is None or (host.strip("[]"), int(port)) == (connection.host, connection.port):
+            yield seed
+            return
+        client = self._connections.node_client(seed.target.peer(host.strip("[]"), int(port)))
+        try:
+            yield client
+        finally:
+            await client.close()
 
     async def _query_vector(
         self, client: EngineClient, field: VectorField, request: KnnSearchRequest
@@ -582,6 +621,11 @@ class VectorSearchService:
             raise Unavailable(f"{command[0]} failed: {message}") from None
 
 
+def _ident(index: SearchIndexInfo) -> str:
+    """An index's key in the events' memory: its name, and for a cluster its node too."""
+    return index.name if index.node is None else f"{index.name}@{index.node}"
+
+
 def _field_json(field: VectorField) -> dict[str, Any]:
     return {
         "name": field.name,
@@ -595,6 +639,7 @@ def _field_json(field: VectorField) -> dict[str, Any]:
 def _read(index: SearchIndexInfo) -> VectorIndexRead:
     return VectorIndexRead(
         name=index.name,
+        node=index.node,
         docs=index.docs,
         records=index.records,
         indexingFailures=index.indexing_failures,
@@ -613,6 +658,7 @@ def _snapshot(row: Any) -> VectorIndexSnapshotRead:
         id=row["id"],
         capturedAt=row["captured_at"],
         name=row["index_name"],
+        node=row["node"],
         docs=row["docs"],
         records=row["records"],
         indexingFailures=row["indexing_failures"],

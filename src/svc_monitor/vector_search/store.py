@@ -12,6 +12,8 @@ from svc_monitor.storage.history import history_table, in_window
 vector_index_snapshots = history_table(
     "vector_index_snapshots",
     Column("index_name", String(256), nullable=False),
+    # A cluster's node (host:port) the index was read from; null outside a cluster.
+    Column("node", String(300)),
     # Null where the engine does not report the figure (Valkey Search has no sizes).
     Column("docs", BigInteger),
     Column("records", BigInteger),

@@ -3,7 +3,8 @@ connection (VectorSearchService.latest; never storage, never the server, during 
 
 svc_vector_index_docs, _memory_bytes, _indexing_failures and _percent_indexed {index}: one
 series per index; a figure the engine does not report has no series (absent, never zero),
-and a dropped index's series go with the next poll.
+and a dropped index's series go with the next poll. A cluster's indexes are labelled with
+the node that holds them.
 
 svc_inference_bucket_p50_seconds, _p95_seconds and _p99_seconds (the microsecond figures
 in seconds, as promtool asks) and svc_inference_unhealthy {bucket, source}, and
@@ -59,7 +60,9 @@ class VectorIndexCollector:
                 for index in poll.indexes:
                     value = value_of(index)
                     if value is not None:
-                        family.add_metric([address, index.name], float(value))
+                        # A cluster's index hangs on the node holding it, as its INFO does.
+                        where = index.node or address
+                        family.add_metric([where, index.name], float(value))
             if family.samples:
                 yield family
         yield from self._latency(addresses)

@@ -21,6 +21,7 @@ def upgrade() -> None:
         sa.Column("connection_id", sa.String(64), nullable=False),
         sa.Column("captured_at", sa.BigInteger, nullable=False),
         sa.Column("index_name", sa.String(256), nullable=False),
+        sa.Column("node", sa.String(300)),
         sa.Column("docs", sa.BigInteger),
         sa.Column("records", sa.BigInteger),
         sa.Column("indexing_failures", sa.BigInteger),
