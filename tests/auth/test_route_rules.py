@@ -87,6 +87,8 @@ MEMBER_CHANGES = {
     "POST /api/vector-search/indexes/{name}/search": "a read-only POST: a KNN search",
     "POST /api/vector-search/indexes/{name}/query": "a read-only POST: a search query",
     "POST /api/vector-search/indexes/{name}/profile": "a read-only POST: FT.PROFILE",
+    "POST /ui/vector-search/search": "the page's search form: a read-only search",
+    "POST /ui/vector-search/profile": "the page's profile form: FT.PROFILE, read-only",
     "POST /api/tokens": "a personal token of one's own",
     "DELETE /api/tokens/{token_id}": "revoking one's own personal token",
     "POST /ui/tokens": "a personal token of one's own, from Settings",

@@ -232,7 +232,7 @@ class TestWithoutASearchEngine:
             )
             assert created.status_code == 201, created.text
             pushed = created.json()["id"]
-            for route in ("indexes", "snapshots"):
+            for route in ("indexes", "snapshots", "latency"):
                 response = await app.client.get(
                     f"/api/vector-search/{route}", headers={"x-connection-id": pushed}
                 )

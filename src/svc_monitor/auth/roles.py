@@ -317,6 +317,8 @@ RULES: dict[str, Access] = {
     # --- Key Analytics (analytics/, Pro): reads for any member ---
     "GET /key-analytics": MEMBER,
     "GET /vector-search": MEMBER,
+    "POST /ui/vector-search/search": MEMBER,  # a read-only search, as its API route
+    "POST /ui/vector-search/profile": MEMBER,  # FT.PROFILE, read-only, as its API route
     # --- Anomalies (anomaly/, Pro): reads for any member; resolving is an admin's ---
     "GET /anomalies": MEMBER,
     "POST /ui/anomalies/groups/{group_id}/resolve": ADMIN,
