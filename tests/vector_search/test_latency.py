@@ -145,6 +145,19 @@ class TestFigures:
         # The reads and writes beside the searches: the documents were written by HSET.
         assert bucket(body, "write", "slowlog") is not None
 
+        trend = await watching.client.get(
+            "/api/vector-search/latency/trend", params={"bucket": "FT.SEARCH:lat_idx"}
+        )
+        assert trend.status_code == 200, trend.text
+        points = trend.json()["points"]
+        assert sum(p["count"] for p in points) == 300  # every search, in its minute
+        too_many: dict[str, str | int] = {"bucket": "read", "from": 0, "bucketMs": 1000}
+        no_index: dict[str, str | int] = {"bucket": "FT.SEARCH"}
+        for bad, field in ((no_index, "bucket"), (too_many, "bucketMs")):
+            refused = await watching.client.get("/api/vector-search/latency/trend", params=bad)
+            assert refused.status_code == 422, refused.text
+            assert field in refused.json()["message"]
+
         text = (await watching.client.get("/api/prometheus/metrics")).text
         p99 = [
             line

@@ -201,6 +201,7 @@ RULES: dict[str, Access] = {
     "GET /api/vector-search/indexes": MEMBER,
     "GET /api/vector-search/snapshots": MEMBER,
     "GET /api/vector-search/latency": MEMBER,
+    "GET /api/vector-search/latency/trend": MEMBER,
     "POST /api/vector-search/indexes/{name}/search": MEMBER,
     "POST /api/vector-search/indexes/{name}/query": MEMBER,
     "POST /api/vector-search/indexes/{name}/profile": MEMBER,

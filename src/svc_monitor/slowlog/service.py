@@ -154,13 +154,30 @@ class SlowlogService:
         """(command, first argument, µs) of each stored slow-log entry of these commands
         started since `since_ms`, newest first, at most `limit`: every node's, as stored
         (the per-index search latency reads them, docs/features/vector-search.md)."""
-        rows = await self._store.durations_since(
-            connection_id, since=since_ms, commands=commands, limit=limit
+        timed = await self.timed_durations(
+            connection_id, since_ms=since_ms, until_ms=None, commands=commands, limit=limit
         )
-        found: list[tuple[str, str | None, int]] = []
+        return [(command, first, duration) for _, command, first, duration in timed]
+
+    async def timed_durations(
+        self,
+        connection_id: str,
+        *,
+        since_ms: int,
+        until_ms: int | None,
+        commands: frozenset[str],
+        limit: int,
+    ) -> list[tuple[int, str, str | None, int]]:
+        """(start ms, command, first argument, µs) of each stored slow-log entry of these
+        commands started within the window, newest first, at most `limit`."""
+        rows = await self._store.durations_since(
+            connection_id, since=since_ms, until=until_ms, commands=commands, limit=limit
+        )
+        found: list[tuple[int, str, str | None, int]] = []
         for row in rows:
             args = decode_args(row.args)
-            found.append((row.command, args[1] if len(args) > 1 else None, int(row.duration)))
+            first = args[1] if len(args) > 1 else None
+            found.append((int(row.started_at), row.command, first, int(row.duration)))
         return found
 
     def forget(self, connection_id: str) -> None:

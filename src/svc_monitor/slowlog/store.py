@@ -153,21 +153,26 @@ class SlowlogStore:
         return await self._db.fetch_all(query.limit(limit).offset(offset))
 
     async def durations_since(
-        self, connection_id: str, *, since: int, commands: frozenset[str], limit: int
+        self,
+        connection_id: str,
+        *,
+        since: int,
+        until: int | None = None,
+        commands: frozenset[str],
+        limit: int,
     ) -> Sequence[Row[Any]]:
-        """(command, args, duration) of the slow-log entries of these commands started
-        since `since`, newest first: only the columns the search latency figures read."""
+        """(command, args, duration, started_at) of the slow-log entries of these commands
+        started from `since` to `until`, newest first: only the columns the search latency
+        figures read."""
         t = slowlog_entries.c
-        query = (
-            select(t.command, t.args, t.duration)
-            .where(
-                t.connection_id == connection_id,
-                t.started_at >= since,
-                t.command.in_(sorted(commands)),
-            )
-            .order_by(t.started_at.desc(), t.id.desc())
-            .limit(limit)
+        query = select(t.command, t.args, t.duration, t.started_at).where(
+            t.connection_id == connection_id,
+            t.started_at >= since,
+            t.command.in_(sorted(commands)),
         )
+        if until is not None:
+            query = query.where(t.started_at <= until)
+        query = query.order_by(t.started_at.desc(), t.id.desc()).limit(limit)
         await self._db.inserts.flush()
         return await self._db.fetch_all(query)
 

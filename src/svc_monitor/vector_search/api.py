@@ -6,7 +6,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query
 
 from svc_monitor.api.error_responses import error_responses
-from svc_monitor.api.params import HistoryPage
+from svc_monitor.api.params import From, HistoryPage, To
 from svc_monitor.connections.dependencies import LiveConnection
 from svc_monitor.vector_search.dependencies import VectorSearchDep
 from svc_monitor.vector_search.schemas import (
@@ -15,6 +15,7 @@ from svc_monitor.vector_search.schemas import (
     ProfileRead,
     ProfileRequest,
     SearchLatencyRead,
+    SearchLatencyTrendRead,
     TextQueryRead,
     TextQueryRequest,
     VectorIndexesRead,
@@ -48,6 +49,34 @@ async def get_search_latency(
     and writes beside them) from the stored slow log, which sees only the calls over its
     threshold; each bucket names its source. With Pro, each index's SLA as last judged."""
     return await vector_search.latency(connection)
+
+
+@router.get(
+    "/vector-search/latency/trend", response_model=SearchLatencyTrendRead, responses=_ERRORS
+)
+async def get_search_latency_trend(
+    connection: LiveConnection,
+    vector_search: VectorSearchDep,
+    bucket: Annotated[
+        str,
+        Query(
+            min_length=1,
+            max_length=300,
+            description="FT.SEARCH:<index>, FT.AGGREGATE:<index>, read or write",
+        ),
+    ],
+    since: From = None,
+    until: To = None,
+    bucket_ms: Annotated[
+        int, Query(alias="bucketMs", ge=1000, le=86_400_000, description="ms per point")
+    ] = 60_000,
+) -> SearchLatencyTrendRead:
+    """One slow-log bucket's p50/p95/p99 over time, a point per `bucketMs` (60 s by
+    default) that holds entries, from `from` to `to` (the last hour by default; at most
+    1,440 points). From the stored slow log: the slow tail only, as the advisory says."""
+    return await vector_search.trend(
+        connection, bucket, since=since, until=until, bucket_ms=bucket_ms
+    )
 
 
 @router.get(

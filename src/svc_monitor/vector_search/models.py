@@ -1,6 +1,7 @@
 """Plain values of the vector search domain: what one latency pass read, and the figures
 worked out of it (docs/features/vector-search.md#search-latency)."""
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -81,3 +82,11 @@ class SearchLatency:
     buckets: tuple[LatencyBucket, ...]
     # None where the licence does not include the search SLA; empty with no index.
     slas: tuple[SlaStatus, ...] | None
+
+
+# Stored slow-log entries for the trend: (connection id, from ms, to ms or None, commands,
+# at most) -> (start ms, command, first argument, µs), newest first. The slow-log domain's,
+# handed over by the composition (vector_search/part.py).
+TimedEntries = Callable[
+    [str, int, int | None, frozenset[str], int], Awaitable[list[tuple[int, str, str | None, int]]]
+]

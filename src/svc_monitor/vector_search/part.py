@@ -15,6 +15,14 @@ from svc_monitor.vector_search.store import HISTORY_TABLES, VectorIndexStore
 
 def part(registry: Registry) -> Part:
     s = registry.get(Services)
+
+    async def slow_entries(
+        connection_id: str, since: int, until: int | None, commands: frozenset[str], limit: int
+    ) -> list[tuple[int, str, str | None, int]]:
+        return await registry.get(SlowlogService).timed_durations(
+            connection_id, since_ms=since, until_ms=until, commands=commands, limit=limit
+        )
+
     vector_search = registry.add(
         VectorSearchService,
         VectorSearchService(
@@ -27,6 +35,7 @@ def part(registry: Registry) -> Part:
             unhealthy_p50_us=s.settings.SEARCH_UNHEALTHY_P50_US,
             sla_debounce_ms=s.settings.SEARCH_SLA_DEBOUNCE_MS,
             sla_allowed=lambda: s.license.allows(Feature.SEARCH_SLA),
+            slow_entries=slow_entries,
         ),
     )
 

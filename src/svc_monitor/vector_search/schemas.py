@@ -259,3 +259,27 @@ class SearchLatencyRead(BaseModel):
     slas: list[SlaStatusRead] | None = Field(
         description="each index's SLA; null where the licence has no searchSla (Pro)"
     )
+
+
+class LatencyPointRead(BaseModel):
+    """One time bucket of a latency trend."""
+
+    capturedAt: int = Field(description="epoch ms the time bucket starts")
+    count: int
+    p50Us: int
+    p95Us: int
+    p99Us: int
+
+
+class SearchLatencyTrendRead(BaseModel):
+    """One latency bucket over time, from the stored slow log."""
+
+    bucket: str
+    source: str = Field(description="slowlog: only calls over the slow-log threshold")
+    bucketMs: int
+    startTime: int = Field(description="epoch ms, the window's start (`from`)")
+    endTime: int = Field(description="epoch ms, the window's end (`to`)")
+    advisory: str
+    points: list[LatencyPointRead] = Field(
+        description="time buckets holding entries, oldest first; a bucket without is left out"
+    )

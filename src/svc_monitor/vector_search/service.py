@@ -26,22 +26,33 @@ from svc_monitor.events import EventBus
 from svc_monitor.runtime_settings.schemas import RuntimeSettingsValues
 from svc_monitor.runtime_settings.service import RuntimeSettingsService
 from svc_monitor.vector_search import knn
-from svc_monitor.vector_search.latency import histogram_window, index_of, slow_buckets
+from svc_monitor.vector_search.latency import (
+    bucket_of,
+    histogram_window,
+    index_of,
+    nearest_rank,
+    slow_buckets,
+)
 from svc_monitor.vector_search.models import (
+    READ_COMMANDS,
     SEARCH_COMMANDS,
+    WRITE_COMMANDS,
     LatencyBucket,
     LatencyReading,
     SearchLatency,
     SlaStatus,
     Source,
+    TimedEntries,
 )
 from svc_monitor.vector_search.schemas import (
     KnnSearchRead,
     KnnSearchRequest,
     LatencyBucketRead,
+    LatencyPointRead,
     ProfileRead,
     ProfileRequest,
     SearchLatencyRead,
+    SearchLatencyTrendRead,
     SearchModuleRead,
     SlaStatusRead,
     TextQueryRead,
@@ -91,6 +102,7 @@ class VectorSearchService:
         unhealthy_p50_us: int = 10_000,
         sla_debounce_ms: int = 600_000,
         sla_allowed: Callable[[], bool] = lambda: True,
+        slow_entries: TimedEntries | None = None,
     ) -> None:
         self._store = store
         self._connections = connections
@@ -107,6 +119,7 @@ class VectorSearchService:
         self._unhealthy_p50_us = unhealthy_p50_us
         self._sla_debounce_ms = sla_debounce_ms
         self._sla_allowed = sla_allowed
+        self._slow_entries = slow_entries
         # connection id -> its histogram readings within the window (and the newest one
         # before it, the window's baseline), oldest first.
         self._histograms: dict[str, list[tuple[int, dict[str, CommandHistogram]]]] = {}
@@ -438,6 +451,62 @@ class VectorSearchService:
             ],
         )
 
+    async def trend(
+        self,
+        connection: Connection,
+        bucket: str,
+        *,
+        since: int | None,
+        until: int | None,
+        bucket_ms: int,
+    ) -> SearchLatencyTrendRead:
+        """One slow-log bucket's p50/p95/p99 per `bucket_ms` over a window (the last hour
+        by default), from the stored entries."""
+        await self._connections.require_live_feature(connection, "vector_search")
+        commands = _bucket_commands(bucket)
+        end = until if until is not None else int(time.time() * 1000)
+        start = since if since is not None else end - 3_600_000
+        if start > end:
+            raise Unprocessable("from: must not be after to", field="from")
+        if (end - start) // bucket_ms >= MAX_TREND_POINTS:
+            raise Unprocessable(
+                f"bucketMs: {bucket_ms} ms over this window makes more than "
+                f"{MAX_TREND_POINTS} points; widen it",
+                field="bucketMs",
+            )
+        entries = (
+            []
+            if self._slow_entries is None
+            else await self._slow_entries(connection.id, start, end, commands, MAX_TREND_ENTRIES)
+        )
+        by_time: dict[int, list[int]] = {}
+        for started_at, command, first_arg, duration in entries:
+            if bucket_of(command, first_arg) == bucket:
+                slot = start + (started_at - start) // bucket_ms * bucket_ms
+                by_time.setdefault(slot, []).append(duration)
+        points = []
+        for at, durations in sorted(by_time.items()):
+            figures = nearest_rank(durations)
+            if figures is not None:
+                points.append(
+                    LatencyPointRead(
+                        capturedAt=at,
+                        count=figures.count,
+                        p50Us=figures.p50_us,
+                        p95Us=figures.p95_us,
+                        p99Us=figures.p99_us,
+                    )
+                )
+        return SearchLatencyTrendRead(
+            bucket=bucket,
+            source="slowlog",
+            bucketMs=bucket_ms,
+            startTime=start,
+            endTime=end,
+            advisory=ADVISORY,
+            points=points,
+        )
+
     async def history(
         self,
         connection: Connection,
@@ -619,6 +688,25 @@ class VectorSearchService:
             if is_refusal(exc):
                 raise CommandUnavailable(f"{command[0]} was refused: {message}") from None
             raise Unavailable(f"{command[0]} failed: {message}") from None
+
+
+# A trend's bounds: points a chart can draw, entries one read takes.
+MAX_TREND_POINTS = 1440
+MAX_TREND_ENTRIES = 100_000
+
+
+def _bucket_commands(bucket: str) -> frozenset[str]:
+    """What the stored slow log is asked for, for one bucket; 422 for an unknown bucket."""
+    if bucket == "read":
+        return READ_COMMANDS
+    if bucket == "write":
+        return WRITE_COMMANDS
+    command, colon, index = bucket.partition(":")
+    if colon and index and command in SEARCH_COMMANDS:
+        return frozenset({command})
+    raise Unprocessable(
+        "bucket: FT.SEARCH:<index>, FT.AGGREGATE:<index>, read or write", field="bucket"
+    )
 
 
 def _ident(index: SearchIndexInfo) -> str:
