@@ -22,7 +22,13 @@ CLUSTER_SLOTS = 16384
 def search_cluster(
     server_factory: ServerFactory, search_module: Path
 ) -> Iterator[list[RunningServer]]:
-    nodes = server_factory.cluster(config={"loadmodule": str(search_module)})
+    # Every call slow-logged, with room: the slow-log figures can be checked per shard.
+    config = {
+        "loadmodule": str(search_module),
+        "slowlog-log-slower-than": "0",
+        "slowlog-max-len": "10000",
+    }
+    nodes = server_factory.cluster(config=config)
     yield nodes
     for node in reversed(nodes):
         server_factory.stop(node)
@@ -67,7 +73,10 @@ async def test_every_shards_indexes_are_read_from_its_node(
         wanted[name] = (f"{node.host}:{node.port}", 50 * (position + 1))
 
     async with memory_app_factory(
-        DB_HOST=seed.host, DB_PORT=seed.port, VECTOR_INDEX_POLL_INTERVAL_MS=200
+        DB_HOST=seed.host,
+        DB_PORT=seed.port,
+        VECTOR_INDEX_POLL_INTERVAL_MS=200,
+        SLOWLOG_POLL_INTERVAL_MS=200,
     ) as app:
 
         async def all_read() -> bool:
@@ -92,6 +101,19 @@ async def test_every_shards_indexes_are_read_from_its_node(
         queried = await app.client.post(
             f"/api/vector-search/indexes/{elsewhere}/query", json={"query": "@title:doc"}
         )
+        # The searches went to the other shard: its slow log is stored too, so the index
+        # has its slow-log bucket: the KNN search, the query and 16 more.
+        holder = next(n for n in search_cluster if f"{n.host}:{n.port}" == wanted[elsewhere][0])
+        with holder.client() as conn:
+            for _ in range(16):
+                conn.execute_command("FT.SEARCH", elsewhere, "@title:doc", "NOCONTENT")
+
+        async def counted() -> bool:
+            body = (await app.client.get("/api/vector-search/latency")).json()
+            slow = [b for b in body["buckets"] if b["bucket"] == f"FT.SEARCH:{elsewhere}"]
+            return bool(slow) and slow[0]["count"] == 18
+
+        await eventually(counted, within=20)
     assert searched.status_code == 200, searched.text
     assert len(searched.json()["hits"]) == 3
     assert queried.status_code == 200, queried.text

@@ -5,8 +5,10 @@ from svc_monitor.cluster.service import ClusterService
 from svc_monitor.parts import Part, Registry
 from svc_monitor.pipe.pipe import Pipe
 from svc_monitor.polling.cluster_poll import ClusterPoller
+from svc_monitor.polling.cluster_slowlog_poll import ClusterSlowlogPoller
 from svc_monitor.polling.models import PollKind
 from svc_monitor.services import Services
+from svc_monitor.slowlog.service import SlowlogService
 
 
 def part(registry: Registry) -> Part:
@@ -16,7 +18,10 @@ def part(registry: Registry) -> Part:
     )
 
     def poll_kinds() -> list[PollKind]:
-        return [ClusterPoller(cluster, registry.get(Pipe)).kind()]
+        return [
+            ClusterPoller(cluster, registry.get(Pipe)).kind(),
+            ClusterSlowlogPoller(cluster, registry.get(SlowlogService)).kind(),
+        ]
 
     return Part(
         name="cluster",
