@@ -6,6 +6,7 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
     ExportMetricsServiceRequest,
 )
 
+from svc_monitor.config import Settings
 from tests.fixtures.app import make_settings, running_app, target_of
 from tests.fixtures.otlp_receiver import OtlpReceiver
 from tests.fixtures.search_module import emptied
@@ -21,6 +22,18 @@ from tests.otlp.export.test_metrics import (
 from tests.vector_search.test_indexes import add_documents, create_index
 
 
+def exporting(server: RunningServer, receiver: OtlpReceiver) -> Settings:
+    """Watching `server`, polling its indexes every 200 ms, exporting semconv each second."""
+    return make_settings(
+        **target_of(server),
+        VECTOR_INDEX_POLL_INTERVAL_MS=200,
+        OTEL_EXPORTER_OTLP_ENDPOINT=receiver.base_url,
+        OTEL_METRICS_EXPORT_INTERVAL_MS=1000,
+        OTEL_METRICS_EXPORT_MODE="semconv",
+        OTEL_EVENTS_ENABLED=False,
+    )
+
+
 async def test_each_index_is_pushed_under_the_semconv_names(
     search_server: RunningServer, otlp_receiver: OtlpReceiver
 ):
@@ -32,14 +45,7 @@ async def test_each_index_is_pushed_under_the_semconv_names(
     def ready(latest: dict[str, ExportMetricsServiceRequest]) -> bool:
         return node in latest and "svc.vector_index.docs" in metrics_of(latest[node])
 
-    settings = make_settings(
-        **target_of(search_server),
-        VECTOR_INDEX_POLL_INTERVAL_MS=200,
-        OTEL_EXPORTER_OTLP_ENDPOINT=otlp_receiver.base_url,
-        OTEL_METRICS_EXPORT_INTERVAL_MS=1000,
-        OTEL_METRICS_EXPORT_MODE="semconv",
-        OTEL_EVENTS_ENABLED=False,
-    )
+    settings = exporting(search_server, otlp_receiver)
     async with running_app(settings):
         latest = await until_pushed(otlp_receiver, ready, "the vector index families")
     metrics = metrics_of(latest[node])
@@ -69,14 +75,7 @@ async def test_search_latency_is_pushed_as_one_family_by_percentile(
     def ready(latest: dict[str, ExportMetricsServiceRequest]) -> bool:
         return node in latest and "svc.inference.bucket.latency" in metrics_of(latest[node])
 
-    settings = make_settings(
-        **target_of(search_server),
-        VECTOR_INDEX_POLL_INTERVAL_MS=200,
-        OTEL_EXPORTER_OTLP_ENDPOINT=otlp_receiver.base_url,
-        OTEL_METRICS_EXPORT_INTERVAL_MS=1000,
-        OTEL_METRICS_EXPORT_MODE="semconv",
-        OTEL_EVENTS_ENABLED=False,
-    )
+    settings = exporting(search_server, otlp_receiver)
     async with running_app(settings) as app:
 
         async def baseline() -> bool:

@@ -30,6 +30,16 @@ class CommandHistogram:
     calls: int
     histogram: dict[str, int]
 
+    def bounds(self) -> dict[int, int]:
+        """The buckets by their upper bound in µs; an item that is not a bound is skipped,
+        like any malformed item of the reply."""
+        return {int(b): n for b, n in self.histogram.items() if b.isascii() and b.isdigit()}
+
+    def at_or_under(self, bound: int) -> int:
+        """The calls at or under `bound`. The engine sends only the buckets that hold
+        calls, so a bound it lacks counts what its nearest lower bound counts."""
+        return max((n for b, n in self.bounds().items() if b <= bound), default=0)
+
 
 def parse_latency_latest(reply: Any) -> list[LatencyEvent]:
     events: list[LatencyEvent] = []
@@ -74,28 +84,15 @@ def parse_latency_histogram(reply: Any) -> dict[str, CommandHistogram]:
 
 def merge_histograms(readings: list[dict[str, CommandHistogram]]) -> dict[str, CommandHistogram]:
     """Several nodes' LATENCY HISTOGRAM as one: calls and each bucket's cumulative count
-    summed per command. A node's reply lists only the buckets holding calls, so a bound it
-    lacks counts what its nearest lower bound counts."""
+    summed per command (CommandHistogram.at_or_under for a bound a node lacks)."""
     if len(readings) == 1:
         return readings[0]
     merged: dict[str, CommandHistogram] = {}
     for command in sorted({c for reading in readings for c in reading}):
         parts = [reading[command] for reading in readings if command in reading]
-        bounds = sorted({b for part in parts for b in part.histogram}, key=_bound)
+        bounds = sorted({b for part in parts for b in part.bounds()})
         merged[command] = CommandHistogram(
             calls=sum(part.calls for part in parts),
-            histogram={b: sum(_at_or_under(part, b) for part in parts) for b in bounds},
+            histogram={str(b): sum(part.at_or_under(b) for part in parts) for b in bounds},
         )
     return merged
-
-
-def _bound(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        return float("inf")
-
-
-def _at_or_under(part: CommandHistogram, bound: str) -> int:
-    limit = _bound(bound)
-    return max((n for b, n in part.histogram.items() if _bound(b) <= limit), default=0)

@@ -75,14 +75,13 @@ def histogram_window(
     buckets. Where the server has reset its counters since the older reading (a restart,
     CONFIG RESETSTAT: a count went down), the newest reading stands alone: the calls since
     the reset, all within the window. None when no call fell in between."""
-    after = _buckets(newest)
-    before = _buckets(oldest) if oldest is not None else {}
-    if any(after.get(bound, 0) < count for bound, count in before.items()):
-        before = {}
-    # The engine sends only the buckets that hold calls, each with the calls at or under
-    # its bound; a bound one reading lacks holds what the bound below it holds there.
-    bounds = sorted(set(after) | set(before))
-    cumulative = [_at_or_under(after, b) - _at_or_under(before, b) for b in bounds]
+    before = oldest.bounds() if oldest is not None else {}
+    if any(newest.at_or_under(bound) < count for bound, count in before.items()):
+        oldest, before = None, {}
+    bounds = sorted(set(newest.bounds()) | set(before))
+    cumulative = [
+        newest.at_or_under(b) - (oldest.at_or_under(b) if oldest is not None else 0) for b in bounds
+    ]
     total = cumulative[-1] if cumulative else 0
     if total <= 0:
         return None
@@ -92,18 +91,3 @@ def histogram_window(
         return next(b for b, c in zip(bounds, cumulative, strict=True) if c >= rank)
 
     return Percentiles(count=total, p50_us=at(0.50), p95_us=at(0.95), p99_us=at(0.99))
-
-
-def _buckets(histogram: CommandHistogram) -> dict[int, int]:
-    found: dict[int, int] = {}
-    for bound, count in histogram.histogram.items():
-        try:
-            found[int(bound)] = count
-        except ValueError:
-            continue  # not a bound: skipped, like any malformed item of the reply
-    return found
-
-
-def _at_or_under(buckets: dict[int, int], bound: int) -> int:
-    under = [count for b, count in buckets.items() if b <= bound]
-    return max(under, default=0)

@@ -221,11 +221,7 @@ class VectorSearchService:
             indexes.setdefault(index.name, index)
 
         def backfilling(name: str | None) -> bool:
-            index = indexes.get(name) if name is not None else None
-            if index is None:
-                return False
-            progress = index.percent_indexed
-            return bool(index.indexing) or (progress is not None and progress < 100)
+            return name is not None and name in indexes and _backfilling(indexes[name])
 
         only = next(iter(indexes)) if len(indexes) == 1 else None
         buckets: list[LatencyBucket] = []
@@ -334,9 +330,7 @@ class VectorSearchService:
             state = self._slas.setdefault(key, SlaState())
             since = state.since_ms
             verdict = judge(state, p99, threshold, now_ms=now, debounce_ms=self._sla_debounce_ms)
-            filling = bool(index.indexing) or (
-                index.percent_indexed is not None and index.percent_indexed < 100
-            )
+            filling = _backfilling(index)
             if verdict == "breached" and p99 is not None:
                 self._bus.publish(
                     VectorSlaBreached(
@@ -707,6 +701,12 @@ def _bucket_commands(bucket: str) -> frozenset[str]:
     raise Unprocessable(
         "bucket: FT.SEARCH:<index>, FT.AGGREGATE:<index>, read or write", field="bucket"
     )
+
+
+def _backfilling(index: SearchIndexInfo) -> bool:
+    """Below 100 % indexed, or still indexing: a latency rise now may be the backfill's."""
+    progress = index.percent_indexed
+    return bool(index.indexing) or (progress is not None and progress < 100)
 
 
 def _ident(index: SearchIndexInfo) -> str:
