@@ -26,10 +26,11 @@ from svc_monitor.vector_search.service import IndexPoll, SearchModule, VectorSea
 logger = logging.getLogger(__name__)
 
 # FT.INFO runs on the server's main thread, and on RediSearch it walks an HNSW index to
-# size it: measured on 2.10 with 32-dimension vectors, 0.2 ms at 500 documents, 1 ms at
-# 5,000, 7.8 ms at 20,000. So one index per round trip, and the indexes of a pass spread
-# over SPREAD_SHARE of the interval: after each a pause of that share over the indexes,
-# and at least PACE_FACTOR times as long as the FT.INFO took (MIN_PAUSE_S at the least).
+# size it: on 2.10 with 32-dimension vectors, about 0.2 ms at 500 documents, 1 ms at 5,000,
+# 4 ms at 20,000 (bench/ft_info.py). So one index per round trip, and the indexes of a
+# pass spread over SPREAD_SHARE of the interval: after each a pause of that share over the
+# indexes, and at least PACE_FACTOR times as long as the FT.INFO took (MIN_PAUSE_S at the
+# least).
 # Other clients then wait behind one FT.INFO at most, and one in a few hundred of their
 # calls does at 20 indexes a minute (bench/vector.py measures what they see).
 SPREAD_SHARE = 0.5
