@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import valkey
 
+from svc_monitor.engine import pacing
 from svc_monitor.engine.client import EngineClient, EngineTarget
 from svc_monitor.key_analytics import sampler as sampler_module
 from svc_monitor.key_analytics.sampler import Sampler
@@ -165,8 +166,8 @@ def main() -> None:
         print(f"during key analytics: {during}")
         print("\n".join(lines[:3] + (["  ..."] if len(lines) > 3 else [])))
         if args.unpaced:
-            sampler_module.PACE_FACTOR = 0.0
-            sampler_module.MIN_PAUSE_S = 0.0
+            pacing.PACE_FACTOR = 0.0
+            pacing.MIN_PAUSE_S = 0.0
             sampler_module.PIPELINE_KEYS = 1000
             unpaced, lines = measure(server.port, args.seconds, args.sample)
             print(f"unpaced (for contrast): {unpaced}")

@@ -39,6 +39,7 @@ FEATURE: tuple[str, ...] = (
     "key_analytics",
     "latency_analytics",
     "live",
+    "migration",
     "slowlog",
     "system",
     "traces",

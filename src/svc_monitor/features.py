@@ -23,6 +23,7 @@ from svc_monitor.info_history import part as info_history
 from svc_monitor.key_analytics import part as key_analytics
 from svc_monitor.latency_analytics import part as latency_analytics
 from svc_monitor.live import part as live
+from svc_monitor.migration import part as migration
 from svc_monitor.parts import Part, Registry, Task, Watched
 from svc_monitor.pipe.pipe import Pipe
 from svc_monitor.prometheus.api import router as prometheus_router
@@ -56,6 +57,7 @@ PARTS: tuple[Callable[[Registry], Part], ...] = (
     detection.config_watch,
     key_analytics.part,
     vector_search.part,
+    migration.part,
     traces.feature,
     webhooks.feature,
     replicas.feature,

@@ -42,6 +42,7 @@ READ_TOOLS: dict[str, tuple[dict[str, Any], str]] = {
     "forecast": ({"metric": "usedMemory"}, "usedMemory: now"),
     "webhook_deliveries": ({}, "webhooks"),
     "traces": ({}, "Traces"),
+    "migration_analysis": ({}, "no analyses yet"),
 }
 # Refused by the REST API on this server: what the refusal must say.
 REFUSED_READS: dict[str, tuple[dict[str, Any], str]] = {

@@ -205,6 +205,12 @@ RULES: dict[str, Access] = {
     "POST /api/vector-search/indexes/{name}/search": MEMBER,
     "POST /api/vector-search/indexes/{name}/query": MEMBER,
     "POST /api/vector-search/indexes/{name}/profile": MEMBER,
+    # --- migration: reading a job is for members; starting or cancelling one loads
+    # production servers, so it is an admin's call ---
+    "GET /api/migration/analysis": MEMBER,
+    "GET /api/migration/analysis/{analysis_id}": MEMBER,
+    "POST /api/migration/analysis": ADMIN,
+    "DELETE /api/migration/analysis/{analysis_id}": ADMIN,
     "GET /api/anomaly/events": MEMBER,
     "GET /api/anomaly/groups": MEMBER,
     "GET /api/anomaly/buffers": MEMBER,

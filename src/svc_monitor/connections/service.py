@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from svc_monitor.config import Settings
+from svc_monitor.connections import replica_reads
 from svc_monitor.connections.hints import hint_for
 from svc_monitor.connections.live_connections import LiveConnections
 from svc_monitor.connections.models import (
@@ -40,6 +41,7 @@ from svc_monitor.connections.tunnels import merge_tunnel
 from svc_monitor.engine.capabilities import Feature, detect
 from svc_monitor.engine.client import EngineClient, EngineTarget
 from svc_monitor.engine.errors import EngineError
+from svc_monitor.engine.info import ParsedInfo
 from svc_monitor.engine.ledger import CommandLedger
 from svc_monitor.errors import AppError, Conflict, NotFound, Unprocessable
 from svc_monitor.events import ConnectionsChanged, EventBus
@@ -278,6 +280,13 @@ class ConnectionService:
         connection itself for a console session), with the seed's credentials and TLS; the
         caller keeps and closes it."""
         return self._live.new_client(target)
+
+    async def fit_replica(
+        self, client: EngineClient, info: ParsedInfo, *, cluster: bool = False
+    ) -> EngineClient | None:
+        """A replica of `client`'s server fit for a whole-keyspace read, or None (the rule:
+        connections/replica_reads.py); the caller closes it. `info` is the server's INFO."""
+        return await replica_reads.fit_replica(self.node_client, client, info, cluster=cluster)
 
     async def require_live_feature(self, connection: Connection, feature: Feature) -> None:
         """require_feature (models.py) on the connection's engine, detected first if it was

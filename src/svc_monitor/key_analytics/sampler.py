@@ -1,10 +1,7 @@
 """The wire side of a key analytics run: SCAN, then TYPE, PTTL and MEMORY USAGE pipelined.
 
-The pacing rule: after every round trip (a SCAN, or a pipeline of at most PIPELINE_KEYS
-keys) the sampler pauses PACE_FACTOR times as long as that round trip took, at least
-MIN_PAUSE_S and at most MAX_PAUSE_S. The round trip is the server's observed latency for
-our work; so the monitor holds the server at most 1 / (1 + PACE_FACTOR) of the time,
-and a server that slows down (longer round trips) is given proportionally more room. A
+The pacing rule is engine/pacing.py's: after every round trip (a SCAN, or a pipeline of
+at most PIPELINE_KEYS keys) the sampler pauses `pacing.pause_for` it. A
 pipeline is cut at PIPELINE_KEYS because the server runs one client's pipelined commands
 back to back, and another client's command waits behind them. Measured with
 bench/key_analytics.py (100,000 keys, 2-core machine, PINGs from another process):
@@ -29,14 +26,12 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from svc_monitor.engine import pacing
 from svc_monitor.engine.client import EngineClient
 from svc_monitor.engine.errors import EngineError
 from svc_monitor.key_analytics.models import KeySample
 
 PIPELINE_KEYS = 50
-PACE_FACTOR = 3.0
-MIN_PAUSE_S = 0.001
-MAX_PAUSE_S = 1.0
 
 
 @dataclass(slots=True)
@@ -47,11 +42,6 @@ class SampleRun:
     whole_keyspace: bool = False
     round_trips: int = 0
     paused_s: float = 0.0
-
-
-def pause_for(round_trip_s: float) -> float:
-    """The pacing rule (module docstring)."""
-    return min(max(round_trip_s * PACE_FACTOR, MIN_PAUSE_S), MAX_PAUSE_S)
 
 
 class Sampler:
@@ -130,7 +120,7 @@ class Sampler:
         async def paced(*args: Any) -> Any:
             started = time.perf_counter()
             result = await call(*args)
-            pause = pause_for(time.perf_counter() - started)
+            pause = pacing.pause_for(time.perf_counter() - started)
             run.round_trips += 1
             run.paused_s += pause
             await asyncio.sleep(pause)

@@ -4,11 +4,11 @@ One run, every KEY_ANALYTICS_INTERVAL_MS per polled connection (polling/key_anal
 
 1. Skipped while the server is under pressure (pipe/pressure.py), and for push
    connections, which are never dialled (NeedsLiveConnection).
-2. The source (key_analytics/sources.py): a replica of the connection when INFO replication
-   lists one online (lag at most MAX_REPLICA_LAG_S) and it answers with its link up
-   (probed with INFO replication on it, with the connection's credentials and TLS);
-   otherwise the connection's own server. SCAN and MEMORY USAGE then cost the primary
-   nothing.
+2. The source (key_analytics/sources.py): a replica of the connection when INFO
+   replication lists one online (lag at most MAX_REPLICA_LAG_S of
+   connections/replica_reads.py) and it answers with its link up (probed with INFO
+   replication on it, with the connection's credentials and TLS); otherwise the
+   connection's own server. SCAN and MEMORY USAGE then cost the primary nothing.
 3. The sample (key_analytics/sampler.py): SCAN from the stored cursor, TYPE, PTTL, MEMORY
    USAGE (and OBJECT FREQ under an LFU policy) pipelined, paced by the round trips.
 4. The figures (key_analytics/summary.py), scaled to DBSIZE; the 20 largest keys' element
@@ -51,6 +51,7 @@ from typing import Any
 from svc_monitor.config import Settings
 from svc_monitor.connections.models import Connection
 from svc_monitor.connections.service import ConnectionService
+from svc_monitor.engine import pacing
 from svc_monitor.engine.client import EngineClient
 from svc_monitor.engine.cluster import ClusterNode
 from svc_monitor.engine.errors import EngineError
@@ -63,9 +64,9 @@ from svc_monitor.key_analytics.models import (
     RankedKey,
     Snapshot,
 )
-from svc_monitor.key_analytics.sampler import Sampler, SampleRun, pause_for, pipeline
+from svc_monitor.key_analytics.sampler import Sampler, SampleRun, pipeline
 from svc_monitor.key_analytics.shards import join_sources, split_sample
-from svc_monitor.key_analytics.sources import Shard, fit_replica, open_shard, shard_primaries
+from svc_monitor.key_analytics.sources import Shard, open_shard, shard_primaries
 from svc_monitor.key_analytics.store import KeyAnalyticsStore, pattern_of
 from svc_monitor.key_analytics.summary import ranked, summarise, summarise_parts
 from svc_monitor.pipe.live_view import LiveView
@@ -143,7 +144,7 @@ class KeyAnalyticsService:
         budget_s: float,
         started: float,
     ) -> Snapshot:
-        replica = await fit_replica(self.connections, client, info)
+        replica = await self.connections.fit_replica(client, info)
         source = replica or client
         try:
             snapshot = await self._sample(connection, source, info, budget_s, started)
@@ -358,7 +359,7 @@ class KeyAnalyticsService:
         if commands:
             began = time.perf_counter()
             replies = await pipeline(source, commands, readonly=readonly)
-            pause = pause_for(time.perf_counter() - began)
+            pause = pacing.pause_for(time.perf_counter() - began)
             run.paused_s += pause
             await asyncio.sleep(pause)
         return {s.key: r for s, r in zip(counted, replies, strict=True) if isinstance(r, int)}

@@ -1,9 +1,7 @@
 """Where a key analytics run reads keys: a fit replica, else the server; a cluster's shards.
 
-The replica rule (fit_replica): the primary's INFO replication lists it `online` with a
-lag of at most MAX_REPLICA_LAG_S seconds, it answers INFO replication (reached with the
-connection's credentials and TLS) and reports its master link `up`; on a cluster it must
-also accept READONLY (sampler.py). The first fit replica is read; with none, the primary.
+The replica rule is connections/replica_reads.py's (ConnectionService.fit_replica); on a
+cluster the replica must also accept READONLY (sampler.py).
 
 A cluster's shards (shard_primaries) are the primaries holding slots in the seed's
 CLUSTER NODES, less those flagged `fail`, parsed by engine/cluster.py as the cluster
@@ -23,9 +21,6 @@ from svc_monitor.engine.info import ParsedInfo
 
 logger = logging.getLogger(__name__)
 
-# A replica this far behind (seconds since its last ack) is not read: its keys are stale.
-MAX_REPLICA_LAG_S = 10
-
 
 @dataclass(frozen=True, slots=True)
 class Shard:
@@ -36,40 +31,6 @@ class Shard:
     on_replica: bool
     policy: str | None  # the primary's maxmemory-policy
     keys: int  # DBSIZE of the source
-
-
-async def fit_replica(
-    connections: ConnectionService,
-    client: EngineClient,
-    info: ParsedInfo,
-    *,
-    cluster: bool = False,
-) -> EngineClient | None:
-    """A client to the first replica of `client`'s server fit to read (module docstring),
-    or None; the caller closes it."""
-    if info.get_str("replication", "role") != "master":
-        return None
-    for i in range(info.get_int("replication", "connected_slaves") or 0):
-        fields = _replica_fields(info.get_str("replication", f"slave{i}"))
-        if fields.get("state") != "online" or int(fields.get("lag", "0")) > MAX_REPLICA_LAG_S:
-            continue
-        try:
-            target = client.target.peer(fields["ip"], int(fields["port"]))
-        except (KeyError, ValueError):
-            continue
-        replica = connections.node_client(target)
-        try:
-            probe = await replica.info("replication")
-            if cluster:
-                await replica.execute("READONLY")
-        except EngineError as exc:
-            logger.debug("replica %s not usable (%s): reading the primary", target, exc)
-            await replica.close()
-            continue
-        if probe.get_str("replication", "master_link_status") == "up":
-            return replica
-        await replica.close()
-    return None
 
 
 async def shard_primaries(connection_id: str, seed: EngineClient) -> list[ClusterNode]:
@@ -103,7 +64,7 @@ async def open_shard(
             primary = connections.node_client(target)
             opened.append(primary)
             info = await primary.info()
-        replica = await fit_replica(connections, primary, info, cluster=True)
+        replica = await connections.fit_replica(primary, info, cluster=True)
         if replica is not None:
             opened.append(replica)
         source = replica or primary
@@ -120,10 +81,3 @@ async def open_shard(
         policy=info.get_str("memory", "maxmemory_policy"),
         keys=keys,
     )
-
-
-def _replica_fields(text: str | None) -> dict[str, str]:
-    """`ip=10.0.0.2,port=6380,state=online,offset=..,lag=0` as a dict."""
-    if not text:
-        return {}
-    return dict(part.split("=", 1) for part in text.split(",") if "=" in part)
