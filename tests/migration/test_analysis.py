@@ -10,6 +10,7 @@ from valkey.cluster import ValkeyCluster
 from svc_monitor.migration.models import Job
 from svc_monitor.migration.service import MigrationService
 from tests.fixtures.app import AppFactory, RunningApp
+from tests.fixtures.receiver import Receiver
 from tests.fixtures.servers import RunningServer, ServerFactory
 from tests.fixtures.waiting import eventually
 from tests.migration.keyspace import load
@@ -285,3 +286,54 @@ class TestPicker:
         assert read["status"] == "failed"
         assert read["error"] == "svc-monitor stopped while the job ran; start it again"
         assert read["progress"] == 40.0
+
+
+class TestEvents:
+    async def test_completion_and_failure_are_delivered_and_logged(
+        self,
+        memory_app_factory: AppFactory,
+        server_factory: ServerFactory,
+        redis7_source: RunningServer,
+        fresh: Any,
+        receiver: Receiver,
+    ):
+        target = fresh("valkey")
+        async with memory_app_factory(NODE_ENV="development") as app:
+            hook = {
+                "name": "migration",
+                "url": receiver.url(),
+                "events": ["migration.completed", "migration.failed"],
+                "secret": "whsec-migration-0123456789abcdef",
+            }
+            made = await app.client.post("/api/webhooks", json=hook)
+            assert made.status_code == 201, made.text
+            source_id = await add(app, redis7_source, "src")
+            target_id = await add(app, target, "dst")
+            done = await analyse(app, source_id, target_id, sampleSize=1_000)
+            await receiver.wait_for(1)
+            gone = fresh("valkey")
+            doomed = await add(app, gone, "doomed")
+            server_factory.stop(gone)  # the analysis cannot reach the target: it fails
+            started = await app.client.post(
+                ANALYSIS, json={"sourceConnectionId": source_id, "targetConnectionId": doomed}
+            )
+            failed: dict[str, Any] = {}
+
+            async def ended() -> bool:
+                failed.update((await app.client.get(f"{ANALYSIS}/{started.json()['id']}")).json())
+                return failed["status"] not in ("pending", "running")
+
+            await eventually(ended, within=30)
+            await receiver.wait_for(2)
+            # The log's own reader: its route is closed while user control is off.
+            entries, _ = await app.services.auth.activity.page(limit=50)
+        events = {r.event: r.json["data"] for r in receiver.requests}
+        completed = events["migration.completed"]
+        assert completed["jobId"] == done["id"]
+        assert completed["kind"] == "analysis"
+        assert completed["summary"].startswith("verdict ready_with_warnings")
+        assert failed["status"] == "failed"
+        assert events["migration.failed"]["error"] == failed["error"]
+        logged = {e.action: e for e in entries}
+        assert {"migration.analysis.completed", "migration.analysis.failed"} <= set(logged)
+        assert logged["migration.analysis.completed"].object_id == done["id"]

@@ -211,6 +211,14 @@ RULES: dict[str, Access] = {
     "GET /api/migration/analysis/{analysis_id}": MEMBER,
     "POST /api/migration/analysis": ADMIN,
     "DELETE /api/migration/analysis/{analysis_id}": ADMIN,
+    "GET /api/migration/execution": MEMBER,
+    "GET /api/migration/execution/{execution_id}": MEMBER,
+    "POST /api/migration/execution": ADMIN,
+    "DELETE /api/migration/execution/{execution_id}": ADMIN,
+    "GET /api/migration/validation": MEMBER,
+    "GET /api/migration/validation/{validation_id}": MEMBER,
+    "POST /api/migration/validation": ADMIN,
+    "DELETE /api/migration/validation/{validation_id}": ADMIN,
     "GET /api/anomaly/events": MEMBER,
     "GET /api/anomaly/groups": MEMBER,
     "GET /api/anomaly/buffers": MEMBER,
@@ -323,6 +331,9 @@ RULES: dict[str, Access] = {
     "POST /ui/forecasting/{metric_kind}/settings": ADMIN,
     # --- Key Analytics (analytics/, Pro): reads for any member ---
     "GET /key-analytics": MEMBER,
+    "GET /migration": MEMBER,
+    "GET /ui/migration/jobs/{kind}/{job_id}": MEMBER,
+    "POST /ui/migration/{kind}": ADMIN,
     "GET /vector-search": MEMBER,
     "POST /ui/vector-search/search": MEMBER,  # a read-only search, as its API route
     "POST /ui/vector-search/profile": MEMBER,  # FT.PROFILE, read-only, as its API route

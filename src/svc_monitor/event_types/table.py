@@ -8,11 +8,19 @@ change here.
 
 from typing import Any
 
-from svc_monitor.event_types import access, cluster, detection, instance, readings, vector
+from svc_monitor.event_types import (
+    access,
+    cluster,
+    detection,
+    instance,
+    migration,
+    readings,
+    vector,
+)
 from svc_monitor.event_types.base import Candidate, EventType
 from svc_monitor.events import Event
 
-AREAS = (instance, readings, cluster, access, detection, vector)
+AREAS = (instance, readings, cluster, access, detection, vector, migration)
 # Each area in its own order: the order of one bus event's notifications.
 _DECLARED: tuple[EventType[Any], ...] = tuple(e for area in AREAS for e in area.EVENT_TYPES)
 

@@ -35,6 +35,7 @@ class Feature(StrEnum):
     ANOMALY_DETECTION = "anomalyDetection"
     KEY_ANALYTICS = "keyAnalytics"
     SEARCH_SLA = "searchSla"
+    MIGRATION_EXECUTION = "migrationExecution"
     WEBHOOK_OPERATIONAL_EVENTS = "webhookOperationalEvents"
     WEBHOOK_COMPLIANCE_EVENTS = "webhookComplianceEvents"
 
@@ -51,6 +52,7 @@ FEATURE_TIERS: dict[Feature, Tier] = {
     Feature.ANOMALY_DETECTION: Tier.PRO,
     Feature.KEY_ANALYTICS: Tier.PRO,
     Feature.SEARCH_SLA: Tier.PRO,
+    Feature.MIGRATION_EXECUTION: Tier.PRO,
     Feature.WEBHOOK_OPERATIONAL_EVENTS: Tier.PRO,
     Feature.WEBHOOK_COMPLIANCE_EVENTS: Tier.ENTERPRISE,
 }
@@ -59,6 +61,7 @@ _TITLES: dict[Feature, str] = {
     Feature.ANOMALY_DETECTION: "Anomaly detection",
     Feature.KEY_ANALYTICS: "Key analytics",
     Feature.SEARCH_SLA: "Search latency SLA",
+    Feature.MIGRATION_EXECUTION: "Migration execution and validation",
     Feature.WEBHOOK_OPERATIONAL_EVENTS: "Operational webhook events",
     Feature.WEBHOOK_COMPLIANCE_EVENTS: "Compliance and ACL webhook events",
 }

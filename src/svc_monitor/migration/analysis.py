@@ -38,7 +38,7 @@ from svc_monitor.migration.schemas import (
     CommandRead,
     EndRead,
     EstimateRead,
-    FindingRead,
+    MigrationFindingRead,
     SampleRead,
     TtlBucketRead,
     TypeRead,
@@ -288,7 +288,7 @@ def _report(
             basis=f"the time the source took to DUMP {dump.keys} sampled keys, paced as the "
             "copy is; writing to the target is taken to cost the same",
         ),
-        findings=[FindingRead.of(f) for f in found],
+        findings=[MigrationFindingRead.of(f) for f in found],
     )
 
 

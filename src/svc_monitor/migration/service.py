@@ -1,14 +1,15 @@
-"""Migration jobs: started, run in the background, stored as they go, cancelled, read.
-
-A job runs as a task of the process that took the request. Its row is written when it
-starts, at every whole percent of progress (and at least every HEARTBEAT_S while it
-runs), and when it ends. A job left `running` by a process that was killed is found at
-the next start (`settle`): an analysis is then marked failed, with the reason, and can be
-started again (docs/features/migration.md#jobs).
+"""Migration jobs: the picker, and the analysis, execution and validation jobs started,
+read, cancelled and, after a restart, settled (docs/features/migration.md#jobs).
 
 The picker's rules (pick): both connections exist, they differ, and neither is a push
 connection, which svc-monitor only receives metrics from: it cannot read or write its
 keys, so it is refused with a message of its own naming the field.
+
+At start (`settle`), a job no process runs any more is claimed by one process: on
+storage no other process shares (memory, SQLite), every unfinished job; on shared storage
+a job whose row was not written for STALE_MS, or that a stop of svc-monitor left
+`pending`. Then an execution is resumed where its state says it stopped; an analysis or
+a validation, cheap to run again, is marked failed with the reason.
 """
 
 import asyncio
@@ -16,25 +17,30 @@ import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from svc_monitor.connections.models import Connection
 from svc_monitor.connections.service import ConnectionNotFound, ConnectionService
-from svc_monitor.engine.errors import EngineError
 from svc_monitor.errors import Conflict, NotFound, Unprocessable
-from svc_monitor.migration.analysis import Analysis, MemorySamples, Progress
-from svc_monitor.migration.models import Job, JobKind, JobStatus
-from svc_monitor.migration.schemas import AnalysisCreate
+from svc_monitor.event_types.migration import MigrationJobCompleted, MigrationJobFailed
+from svc_monitor.events import EventBus
+from svc_monitor.migration.analysis import Analysis, MemorySamples
+from svc_monitor.migration.execution import Execution
+from svc_monitor.migration.jobs import (
+    HEARTBEAT_S,
+    INTERRUPTED,
+    STALE_MS,
+    STOPPED,
+    JobContext,
+    JobRunner,
+)
+from svc_monitor.migration.models import Job, JobKind
+from svc_monitor.migration.schemas import AnalysisCreate, ExecutionCreate, ValidationCreate
 from svc_monitor.migration.store import MigrationStore
+from svc_monitor.migration.validation import Validation
+from svc_monitor.pipe.live_view import LiveView
 
 logger = logging.getLogger(__name__)
-
-HEARTBEAT_S = 10.0
-# A running job's row not written for this long has no process running it any more.
-STALE_MS = int(6 * HEARTBEAT_S * 1000)
-# A job's work: handed the progress callback, it answers the report's JSON.
-Work = Callable[[Progress], Awaitable[dict[str, object]]]
-STOPPED = "svc-monitor stopped while the job ran; start it again"
 
 
 class JobNotFound(NotFound):
@@ -53,14 +59,55 @@ class PushEnd(Unprocessable):
         )
 
 
+# Writes an activity-log entry of svc-monitor's own: (action, job id, details).
+Record = Callable[[str, str, dict[str, object]], Awaitable[None]]
+
+
 @dataclass(eq=False)
 class MigrationService:
     store: MigrationStore
     connections: ConnectionService
+    live_state: LiveView
     memory_samples: MemorySamples
+    bus: EventBus
+    record: Record
     clock: Callable[[], float] = time.time
-    _tasks: dict[str, asyncio.Task[None]] = field(default_factory=dict, init=False)
-    _cancel: dict[str, asyncio.Event] = field(default_factory=dict, init=False)
+    pressure_wait_s: float = 1.0
+    # Storage several processes share (PostgreSQL, Turso): a job may run in another one.
+    shared: bool = False
+    _runner: JobRunner = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._runner = JobRunner(self.store, self._now_ms, self._ended)
+
+    async def _ended(self, job: Job) -> None:
+        """A job's end: its event (migration.completed / .failed) and an activity-log
+        entry. A job cancelled by a user has its DELETE in the log already."""
+        if job.status not in ("completed", "failed"):
+            return
+        summary = summarise(job)
+        at = job.completed_at or self._now_ms()
+        common = {
+            "connection_id": job.source_id,
+            "job_id": job.id,
+            "kind": job.kind,
+            "target_connection_id": job.target_id,
+            "summary": summary,
+            "error": job.error,
+            "at_ms": at,
+        }
+        if job.status == "completed":
+            self.bus.publish(MigrationJobCompleted(**common))  # type: ignore[arg-type]
+        else:
+            self.bus.publish(MigrationJobFailed(**common))  # type: ignore[arg-type]
+        details: dict[str, object] = {
+            "source": job.source_id,
+            "target": job.target_id,
+            "summary": summary,
+        }
+        if job.error:
+            details["error"] = job.error
+        await self.record(f"migration.{job.kind}.{job.status}", job.id, details)
 
     def _now_ms(self) -> int:
         return int(self.clock() * 1000)
@@ -73,7 +120,7 @@ class MigrationService:
             raise Unprocessable(
                 "Source and target must be different connections", field="targetConnectionId"
             )
-        ends = []
+        picked = []
         for connection_id, name in (
             (source_id, "sourceConnectionId"),
             (target_id, "targetConnectionId"),
@@ -86,25 +133,43 @@ class MigrationService:
                 ) from None
             if connection.pushed:
                 raise PushEnd(connection, name)
-            ends.append(connection)
-        return ends[0], ends[1]
+            picked.append(connection)
+        return picked[0], picked[1]
 
-    # --- jobs ---
+    # --- starting ---
 
     async def start_analysis(self, body: AnalysisCreate) -> Job:
         source, target = await self.pick(body.sourceConnectionId, body.targetConnectionId)
-        job = await self._new("analysis", source, target, {"sampleSize": body.sampleSize})
-        analysis = Analysis(self.connections, self.memory_samples, self._now_ms)
-        cancelled = self._cancel[job.id]
-
-        async def run(progress: Progress) -> dict[str, object]:
-            report = await analysis.run(
-                source, target, body.sampleSize, progress=progress, cancelled=cancelled
-            )
-            return report.model_dump(mode="json")
-
-        self._spawn(job, run)
+        job = await self._new("analysis", source, target, body.model_dump())
+        self._start(job, source, target)
         return job
+
+    async def start_execution(self, body: ExecutionCreate) -> Job:
+        source, target = await self.pick(body.sourceConnectionId, body.targetConnectionId)
+        for job in await self.store.unfinished():
+            if job.kind == "execution" and job.target_id == target.id:
+                raise Conflict(f"The execution '{job.id}' is already copying into this target")
+        await self._execution().preflight(source, target, overwrite=body.overwrite)
+        job = await self._new("execution", source, target, body.model_dump())
+        self._start(job, source, target)
+        return job
+
+    async def start_validation(self, body: ValidationCreate) -> Job:
+        source, target = await self.pick(body.sourceConnectionId, body.targetConnectionId)
+        params = body.model_dump()
+        if body.executionId is not None:
+            execution = await self.get("execution", body.executionId)
+            params["expiredDuringCopy"] = (execution.report or {}).get("expiredKeys")
+        if body.analysisId is not None:
+            analysis = await self.get("analysis", body.analysisId)
+            estimate = (analysis.report or {}).get("estimate")
+            if isinstance(estimate, dict):
+                params["estimateBytes"] = estimate.get("neededMemoryBytes")
+        job = await self._new("validation", source, target, params)
+        self._start(job, source, target)
+        return job
+
+    # --- reading and cancelling ---
 
     async def get(self, kind: JobKind, job_id: str) -> Job:
         job = await self.store.get(job_id)
@@ -119,33 +184,104 @@ class MigrationService:
         job = await self.get(kind, job_id)
         if job.finished:
             raise Conflict(f"The {kind} '{job_id}' has already {job.status}")
-        event = self._cancel.get(job_id)
-        if event is not None:
-            event.set()
-        task = self._tasks.get(job_id)
-        if task is not None:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+        await self._runner.cancel(job_id)
         current = await self.get(kind, job_id)
         if not current.finished:  # not running here: left by a stopped process
-            current = await self._finish(current, "cancelled", error=None)
+            current = await self._runner.finish(current, "cancelled", error=None)
         return current
 
+    # --- the lifecycle ---
+
     async def settle(self) -> None:
-        """At start: jobs a stopped process left unfinished are marked failed (module
-        docstring). A job another replica runs has a row younger than STALE_MS: it is
-        left alone."""
+        """The jobs no process runs any more (module docstring): at start, and every
+        HEARTBEAT_S on shared storage, where another replica may have been killed."""
         stale_before = self._now_ms() - STALE_MS
         for job in await self.store.unfinished():
-            if job.id not in self._tasks and job.updated_at < stale_before:
-                await self._finish(job, "failed", error=STOPPED)
+            if self._runner.running(job.id):
+                continue
+            orphaned = (
+                not self.shared or job.state.get(INTERRUPTED) or job.updated_at < stale_before
+            )
+            if not orphaned:
+                continue  # another replica runs it
+            if not await self.store.claim(job, at=self._now_ms()):
+                continue
+            claimed = await self.store.get(job.id)
+            if claimed is None:
+                continue
+            if claimed.kind != "execution":
+                await self._runner.finish(claimed, "failed", error=STOPPED)
+                continue
+            try:
+                source, target = await self.pick(claimed.source_id, claimed.target_id)
+            except (Unprocessable, NotFound) as exc:
+                await self._runner.finish(claimed, "failed", error=exc.message)
+                continue
+            logger.info("migration execution %s resumes where it stopped", claimed.id)
+            self._start(claimed, source, target)
+
+    async def watch(self) -> None:
+        """On shared storage: settle every HEARTBEAT_S, for jobs of a replica killed."""
+        while self.shared:
+            await asyncio.sleep(HEARTBEAT_S)
+            try:
+                await self.settle()
+            except Exception:  # storage down: the next round tries again
+                logger.exception("settling migration jobs failed")
 
     async def stop(self) -> None:
-        for task in list(self._tasks.values()):
-            task.cancel()
-        await asyncio.gather(*self._tasks.values(), return_exceptions=True)
+        await self._runner.stop()
 
     # --- running ---
+
+    def _execution(self) -> Execution:
+        return Execution(self.connections, self.live_state, pressure_wait_s=self.pressure_wait_s)
+
+    def _start(self, job: Job, source: Connection, target: Connection) -> None:
+        p = job.params
+        if job.kind == "analysis":
+            analysis = Analysis(self.connections, self.memory_samples, self._now_ms)
+
+            async def analyse(context: JobContext) -> dict[str, object]:
+                report = await analysis.run(
+                    source,
+                    target,
+                    int(str(p.get("sampleSize", 10_000))),
+                    progress=context.report,
+                    cancelled=context.cancelled,
+                )
+                return report.model_dump(mode="json")
+
+            self._runner.start(job, analyse)
+        elif job.kind == "execution":
+            execution = self._execution()
+
+            async def execute(context: JobContext) -> dict[str, object]:
+                return await execution.run(
+                    context,
+                    source,
+                    target,
+                    overwrite=bool(p.get("overwrite")),
+                    catch_up=bool(p.get("catchUp", True)),
+                    method=str(p.get("method", "auto")),
+                )
+
+            self._runner.start(job, execute, resumable=True)
+        else:
+            validation = Validation(self.connections, self.memory_samples, self._now_ms)
+
+            async def validate(context: JobContext) -> dict[str, object]:
+                return await validation.run(
+                    context,
+                    source,
+                    target,
+                    sample_size=int(str(p.get("sampleSize", 1_000))),
+                    ttl_tolerance_ms=int(str(p.get("ttlToleranceMs", 1_000))),
+                    estimate_bytes=_int(p.get("estimateBytes")),
+                    expired_during_copy=_int(p.get("expiredDuringCopy")),
+                )
+
+            self._runner.start(job, validate)
 
     async def _new(
         self, kind: JobKind, source: Connection, target: Connection, params: dict[str, object]
@@ -167,75 +303,28 @@ class MigrationService:
             report=None,
         )
         await self.store.insert(job)
-        self._cancel[job.id] = asyncio.Event()
         return job
 
-    def _spawn(self, job: Job, work: Work) -> None:
-        task = asyncio.create_task(self._run(job, work), name=f"migration {job.kind} {job.id}")
-        self._tasks[job.id] = task
-        task.add_done_callback(lambda _: self._forget(job.id))
 
-    def _forget(self, job_id: str) -> None:
-        self._tasks.pop(job_id, None)
-        self._cancel.pop(job_id, None)
-
-    async def _run(self, job: Job, work: Work) -> None:
-        current = replace(job, status="running", updated_at=self._now_ms())
-        await self.store.save(current)
-        saved_at = time.monotonic()
-
-        async def progress(percent: float) -> None:
-            nonlocal current, saved_at
-            whole = int(percent) > int(current.progress)
-            current = replace(current, progress=round(min(percent, 100.0), 1))
-            if whole or time.monotonic() - saved_at > HEARTBEAT_S:
-                current = replace(current, updated_at=self._now_ms())
-                await self.store.save(current)
-                saved_at = time.monotonic()
-
-        async def heartbeat() -> None:
-            # A long step reports no progress; the row still shows the job alive (settle).
-            while True:
-                await asyncio.sleep(HEARTBEAT_S)
-                if time.monotonic() - saved_at >= HEARTBEAT_S:
-                    await progress(current.progress)
-
-        beat = asyncio.create_task(heartbeat(), name=f"migration heartbeat {job.id}")
-        try:
-            report = await work(progress)
-        except asyncio.CancelledError:
-            cancelled = self._cancel.get(job.id)
-            by_user = cancelled is not None and cancelled.is_set()
-            await self._finish(
-                current, "cancelled" if by_user else "failed", error=None if by_user else STOPPED
-            )
-            raise
-        except EngineError as exc:
-            await self._finish(current, "failed", error=exc.message)
-        except Exception as exc:  # a job's failure is its report, never a crash
-            logger.exception("migration %s %s failed", job.kind, job.id)
-            await self._finish(current, "failed", error=f"{type(exc).__name__}: {exc}")
-        else:
-            cancelled = self._cancel.get(job.id)
-            if cancelled is not None and cancelled.is_set():
-                await self._finish(current, "cancelled", error=None)
-            else:
-                await self._finish(
-                    replace(current, progress=100.0, report=report),
-                    "completed",
-                    error=None,
-                )
-        finally:
-            beat.cancel()
-
-    async def _finish(self, job: Job, status: JobStatus, *, error: str | None) -> Job:
-        now = self._now_ms()
-        done = replace(
-            job,
-            status=status,
-            error=error,
-            updated_at=now,
-            completed_at=now,
+def summarise(job: Job) -> str:
+    """One line of what a finished job found or did."""
+    report = job.report or {}
+    if job.status != "completed":
+        return job.error or job.status
+    if job.kind == "analysis":
+        findings = report.get("findings")
+        listed = findings if isinstance(findings, list) else []
+        blocking = sum(1 for f in listed if isinstance(f, dict) and f.get("severity") == "blocking")
+        warning = sum(1 for f in listed if isinstance(f, dict) and f.get("severity") == "warning")
+        return f"verdict {report.get('verdict')}: {blocking} blocking, {warning} warning findings"
+    if job.kind == "execution":
+        return (
+            f"{_int(report.get('copiedKeys')) or 0:,} keys copied by {report.get('method')}, "
+            f"{_int(report.get('expiredKeys')) or 0:,} expired during the copy, "
+            f"{_int(report.get('recopiedKeys')) or 0:,} copied again by the catch-up"
         )
-        await self.store.save(done)
-        return done
+    return f"{_int(report.get('differenceCount')) or 0:,} differences"
+
+
+def _int(value: object) -> int | None:
+    return int(value) if isinstance(value, int | float) else None

@@ -48,6 +48,17 @@ class MigrationStore:
             migration_jobs.update().where(migration_jobs.c.id == job.id).values(**row)
         )
 
+    async def claim(self, job: Job, *, at: int) -> bool:
+        """Take over `job` as this process's, if no other process took it since it was
+        read (its row still has the `updated_at` read): True when taken."""
+        t = migration_jobs.c
+        taken = await self._db.execute(
+            migration_jobs.update()
+            .where(t.id == job.id, t.updated_at == job.updated_at)
+            .values(updated_at=at)
+        )
+        return taken == 1
+
     async def get(self, job_id: str) -> Job | None:
         row = await self._db.fetch_one(select(migration_jobs).where(migration_jobs.c.id == job_id))
         return None if row is None else _job(row)

@@ -44,6 +44,8 @@ TAG_DESCRIPTIONS: dict[str, str] = {
     "key analytics": "Key patterns and sizes sampled from the keyspace (Pro).",
     "vector search": "Search indexes where a search engine is loaded: documents, memory, "
     "indexing failures and backfill progress, live and stored.",
+    "migration": "Moving keys between two connections: the analysis (free), the copy and "
+    "its validation (Pro), as jobs.",
     "anomaly detection": "Anomalies found in the metrics and their correlated groups (Pro).",
     "metric forecasting": "Projections of a metric to its ceiling, and their alert settings.",
     "security": "Known CVEs and advisories for each connection's engine version.",
