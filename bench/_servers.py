@@ -29,19 +29,22 @@ class Server:
     process: subprocess.Popen[bytes]
 
 
-def start_servers(count: int, workdir: Path, extra: Sequence[str] = ()) -> list[Server]:
+def start_servers(
+    count: int, workdir: Path, extra: Sequence[str] = (), binary: Path | None = None
+) -> list[Server]:
     """Start `count` servers, each on a port the kernel just gave us, and wait for all;
-    `extra` are more command-line options (`--loadmodule <path>`).
+    `extra` are more command-line options (`--loadmodule <path>`); `binary` another
+    server than the embedded Valkey (Debian's redis-server, say).
 
     Started from this thread: a child asks to die with the thread that started it
     (PR_SET_PDEATHSIG), so one started from a pool thread would die with that thread."""
     servers = []
-    for index in range(count):
+    for _ in range(count):
         port = free_port()
-        data = workdir / str(index)
+        data = workdir / f"{port}"
         data.mkdir()
         command = [
-            str(valkey_binary()),
+            str(binary or valkey_binary()),
             "--bind", "127.0.0.1", "--port", str(port),
             "--hz", "1", "--save", "", "--appendonly", "no",
             "--dir", str(data), "--logfile", str(data / "valkey.log"),

@@ -24,6 +24,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import valkey
 
@@ -52,13 +53,16 @@ def load(port: int, keys_per_pattern: int) -> None:
     client.close()  # type: ignore[no-untyped-call]
 
 
-def pinger(port: int, seconds: float, out: "multiprocessing.Queue[list[float]]") -> None:
-    """PING round trips in ms on a raw socket, one every PING_EVERY_S, for `seconds`."""
+def pinger(
+    port: int, seconds: float, out: "multiprocessing.Queue[list[float]]", stop: Any = None
+) -> None:
+    """PING round trips in ms on a raw socket, one every PING_EVERY_S, for `seconds` or
+    until `stop` (a multiprocessing.Event) is set."""
     sock = socket.create_connection(("127.0.0.1", port))
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     timings: list[float] = []
     end = time.perf_counter() + seconds
-    while time.perf_counter() < end:
+    while time.perf_counter() < end and not (stop is not None and stop.is_set()):
         started = time.perf_counter()
         sock.sendall(b"PING\r\n")
         reply = b""

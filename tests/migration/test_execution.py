@@ -195,3 +195,65 @@ class TestRefusals:
 def _calls(client: Any) -> dict[str, int]:
     stats = client.info("commandstats").items()
     return {k.removeprefix("cmdstat_").split("|")[0]: v["calls"] for k, v in stats}
+
+
+class TestEstimate:
+    async def test_an_analysis_after_a_copy_estimates_from_its_measured_rate(
+        self, memory_app_factory: AppFactory, fresh: Any, pro: dict[str, str]
+    ):
+        source, target, other = fresh("redis7"), fresh("valkey"), fresh("valkey")
+        load(source, 100, databases=(0,), functions=False)
+        async with memory_app_factory(**pro) as app:
+            src = await add(app, source, "src")
+            copied, _ = await migrate(app, src, await add(app, target, "dst"))
+            ends = {"sourceConnectionId": src, "targetConnectionId": await add(app, other, "next")}
+            analysed = await job(app, "/api/migration/analysis", {**ends, "sampleSize": 1_000})
+        estimate = analysed["report"]["estimate"]
+        assert copied["id"] in estimate["basis"]
+        assert estimate["keysPerSecond"] == copied["report"]["keysPerSecond"]
+        assert estimate["durationSeconds"] == 600 / copied["report"]["keysPerSecond"]
+
+
+class TestCatchUp:
+    async def test_writes_during_the_copy_are_caught_up_and_it_can_be_cancelled(
+        self, memory_app_factory: AppFactory, fresh: Any, pro: dict[str, str]
+    ):
+        source, target = fresh("redis7"), fresh("valkey")
+        load(source, 3_400, databases=(0,), functions=False)  # 20,400 keys
+        client: Any = source.client()
+        async with memory_app_factory(**pro) as app:
+            ends = {
+                "sourceConnectionId": await add(app, source, "src"),
+                "targetConnectionId": await add(app, target, "dst"),
+            }
+            started = (await app.client.post(EXECUTION, json=ends)).json()
+            url = f"{EXECUTION}/{started['id']}"
+
+            async def halfway() -> bool:
+                detail = (await app.client.get(url)).json()["progressDetail"] or {}
+                return int(detail.get("copiedKeys", 0)) >= 10_000
+
+            await eventually(halfway, within=120)
+            # Writes while it copies: changed keys (some copied already), new keys, and
+            # deleted ones; the catch-up and the prune must bring the target level.
+            for i in range(0, 3_400, 10):
+                client.set(f"s:{i}", "changed")
+                client.set(f"new:{i}", "late")
+                client.delete(f"l:{i}")
+
+            async def ended() -> bool:
+                return bool((await app.client.get(url)).json()["status"] == "completed")
+
+            await eventually(ended, within=300)
+            report = (await app.client.get(url)).json()["report"]
+            checked = await job(app, VALIDATION, {**ends, "executionId": started["id"]})
+
+            another = (await app.client.post(EXECUTION, json={**ends, "overwrite": True})).json()
+            cancelled = await app.client.delete(f"{EXECUTION}/{another['id']}")
+        assert report["recopiedKeys"] + report["removedKeys"] > 0
+        assert checked["report"]["differenceCount"] == 0, checked["report"]["differences"][:5]
+        assert target.client().get("s:0") == "changed"
+        assert target.client().get("new:0") == "late"
+        assert target.client().exists("l:0") == 0
+        assert cancelled.status_code == 200
+        assert cancelled.json()["status"] == "cancelled"

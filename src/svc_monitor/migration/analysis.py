@@ -29,6 +29,7 @@ from svc_monitor.engine import pacing
 from svc_monitor.engine.client import EngineClient
 from svc_monitor.migration import ends, payload
 from svc_monitor.migration.baseline import BASELINE_WINDOW_MS, MemorySample, baseline
+from svc_monitor.migration.copier import Method
 from svc_monitor.migration.findings import Facts, findings, verdict
 from svc_monitor.migration.models import Baseline, EndProfile
 from svc_monitor.migration.sampling import Sample, SampledKey, Sampler, split
@@ -48,6 +49,15 @@ MemorySamples = Callable[[str, int], Awaitable[Sequence[MemorySample]]]
 Progress = Callable[[float], Awaitable[None]]
 Z95 = 1.96
 HOUR_MS = 3_600_000
+
+
+@dataclass(frozen=True, slots=True)
+class MeasuredRate:
+    """The copy rate of a completed execution, the estimate's first choice."""
+
+    keys_per_s: float
+    bytes_per_s: float | None
+    basis: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,10 +90,15 @@ class Analysis:
         *,
         progress: Progress,
         cancelled: asyncio.Event,
+        rates: dict[str, MeasuredRate] | None = None,
     ) -> AnalysisReport:
+        """`rates`: the newest completed execution's copy rate per method, preferred to
+        the timed DUMPs for the estimate."""
         opened: list[EngineClient] = []
         try:
-            return await self._run(source, target, sample_size, progress, cancelled, opened)
+            return await self._run(
+                source, target, sample_size, progress, cancelled, opened, rates or {}
+            )
         finally:
             for client in opened:
                 await client.close()
@@ -96,6 +111,7 @@ class Analysis:
         progress: Progress,
         cancelled: asyncio.Event,
         opened: list[EngineClient],
+        rates: dict[str, MeasuredRate],
     ) -> AnalysisReport:
         src, tgt = self._connections.client(source), self._connections.client(target)
         src_info, tgt_info = await src.info(), await tgt.info()
@@ -136,6 +152,7 @@ class Analysis:
             used,
             src_arity,
             tgt_arity,
+            rates,
             same_server=_run_id(src_info) is not None and _run_id(src_info) == _run_id(tgt_info),
         )
 
@@ -197,6 +214,7 @@ def _report(
     used: dict[str, int],
     src_arity: dict[str, int],
     tgt_arity: dict[str, int],
+    rates: dict[str, MeasuredRate],
     *,
     same_server: bool,
 ) -> AnalysisReport:
@@ -205,9 +223,20 @@ def _report(
     n = len(keys)
     scale = total / n if n else 0.0
     dump = sample.dump
+    restores = dump.payload_version is None or payload.accepts(
+        t.engine, t.release, dump.payload_version
+    )
+    method: Method = "dump_restore" if restores else "type_aware"
     busy = dump.busy_s * (1 + pacing.PACE_FACTOR)
     keys_s = dump.keys / busy if dump.keys and busy > 0 else None
     bytes_s = dump.bytes / busy if dump.bytes and busy > 0 else None
+    basis = (
+        f"the time the source took to DUMP {dump.keys} sampled keys, paced as the copy is; "
+        "writing to the target is taken to cost the same"
+    )
+    measured = rates.get(method)
+    if measured is not None:
+        keys_s, bytes_s, basis = measured.keys_per_s, measured.bytes_per_s, measured.basis
     duration = total / keys_s if keys_s else None
     expiring = 0
     if duration is not None and n:
@@ -236,9 +265,6 @@ def _report(
         duration_s=duration,
     )
     found = findings(facts)
-    restores = dump.payload_version is None or payload.accepts(
-        t.engine, t.release, dump.payload_version
-    )
     return AnalysisReport(
         verdict=verdict(found),
         source=_end(source_id, s),
@@ -278,15 +304,14 @@ def _report(
             opsPerSec=base.ops_per_sec,
         ),
         estimate=EstimateRead(
-            method="dump_restore" if restores else "type_aware",
+            method=method,
             payloadVersion=dump.payload_version,
             neededMemoryBytes=needed,
             neededMemoryBasis=needed_basis,
             keysPerSecond=keys_s,
             bytesPerSecond=bytes_s,
             durationSeconds=duration,
-            basis=f"the time the source took to DUMP {dump.keys} sampled keys, paced as the "
-            "copy is; writing to the target is taken to cost the same",
+            basis=basis,
         ),
         findings=[MigrationFindingRead.of(f) for f in found],
     )

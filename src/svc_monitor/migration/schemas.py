@@ -13,7 +13,14 @@ from svc_monitor.migration.models import Finding, Job
 SAMPLE_DEFAULT = 10_000
 
 
-class AnalysisCreate(BaseModel):
+class MigrationEnds(BaseModel):
+    """The two connections a job is about (the picker: service.py)."""
+
+    sourceConnectionId: str = Field(min_length=1, max_length=64)
+    targetConnectionId: str = Field(min_length=1, max_length=64)
+
+
+class AnalysisCreate(MigrationEnds):
     model_config = ConfigDict(
         extra="forbid",
         json_schema_extra={
@@ -27,8 +34,6 @@ class AnalysisCreate(BaseModel):
         },
     )
 
-    sourceConnectionId: str = Field(min_length=1, max_length=64)
-    targetConnectionId: str = Field(min_length=1, max_length=64)
     sampleSize: int = Field(
         SAMPLE_DEFAULT,
         ge=1_000,
@@ -178,7 +183,7 @@ class AnalysisRead(JobRead):
         )
 
 
-class ExecutionCreate(BaseModel):
+class ExecutionCreate(MigrationEnds):
     model_config = ConfigDict(
         extra="forbid",
         json_schema_extra={
@@ -192,8 +197,6 @@ class ExecutionCreate(BaseModel):
         },
     )
 
-    sourceConnectionId: str = Field(min_length=1, max_length=64)
-    targetConnectionId: str = Field(min_length=1, max_length=64)
     overwrite: bool = Field(
         False, description="copy into a target that holds keys, replacing those of the same name"
     )
@@ -258,7 +261,7 @@ class ExecutionRead(JobRead):
         )
 
 
-class ValidationCreate(BaseModel):
+class ValidationCreate(MigrationEnds):
     model_config = ConfigDict(
         extra="forbid",
         json_schema_extra={
@@ -272,8 +275,6 @@ class ValidationCreate(BaseModel):
         },
     )
 
-    sourceConnectionId: str = Field(min_length=1, max_length=64)
-    targetConnectionId: str = Field(min_length=1, max_length=64)
     executionId: str | None = Field(None, max_length=64, description="the copy validated")
     analysisId: str | None = Field(None, max_length=64, description="for its memory estimate")
     sampleSize: int = Field(1_000, ge=10, le=10_000, description="keys compared value by value")

@@ -24,7 +24,7 @@ from svc_monitor.connections.service import ConnectionNotFound, ConnectionServic
 from svc_monitor.errors import Conflict, NotFound, Unprocessable
 from svc_monitor.event_types.migration import MigrationJobCompleted, MigrationJobFailed
 from svc_monitor.events import EventBus
-from svc_monitor.migration.analysis import Analysis, MemorySamples
+from svc_monitor.migration.analysis import Analysis, MeasuredRate, MemorySamples
 from svc_monitor.migration.execution import Execution
 from svc_monitor.migration.jobs import (
     HEARTBEAT_S,
@@ -249,6 +249,7 @@ class MigrationService:
                     int(str(p.get("sampleSize", 10_000))),
                     progress=context.report,
                     cancelled=context.cancelled,
+                    rates=await self._measured_rates(),
                 )
                 return report.model_dump(mode="json")
 
@@ -282,6 +283,24 @@ class MigrationService:
                 )
 
             self._runner.start(job, validate)
+
+    async def _measured_rates(self) -> dict[str, MeasuredRate]:
+        """The copy rate of the newest completed execution of each method."""
+        rates: dict[str, MeasuredRate] = {}
+        for job in await self.store.newest("execution", limit=20):
+            report = job.report or {}
+            method, keys_s = report.get("method"), report.get("keysPerSecond")
+            if job.status != "completed" or not isinstance(method, str) or method in rates:
+                continue
+            if isinstance(keys_s, int | float) and keys_s > 0:
+                bytes_s = report.get("bytesPerSecond")
+                rates[method] = MeasuredRate(
+                    float(keys_s),
+                    float(bytes_s) if isinstance(bytes_s, int | float) else None,
+                    f"the measured rate of execution {job.id} ({report.get('copiedKeys')} keys "
+                    f"by {method}, catch-up included)",
+                )
+        return rates
 
     async def _new(
         self, kind: JobKind, source: Connection, target: Connection, params: dict[str, object]
