@@ -282,7 +282,13 @@ class TestPicker:
         async with memory_app_factory(**persistent_storage) as app:
             await app.app.state.registry.get(MigrationService).store.insert(left)
         async with memory_app_factory(**persistent_storage) as app:
-            read = (await app.client.get(f"{ANALYSIS}/left-running")).json()
+            read: dict[str, Any] = {}
+
+            async def settled() -> bool:
+                read.update((await app.client.get(f"{ANALYSIS}/left-running")).json())
+                return bool(read["status"] != "running")
+
+            await eventually(settled, within=10)
         assert read["status"] == "failed"
         assert read["error"] == "svc-monitor stopped while the job ran; start it again"
         assert read["progress"] == 40.0

@@ -44,6 +44,5 @@ def part(registry: Registry) -> Part:
         name="migration",
         routers=(router, paid),
         tasks=(Task("migration jobs", migration.watch),),
-        start=migration.settle,
         stop=migration.stop,
     )

@@ -5,11 +5,12 @@ The picker's rules (pick): both connections exist, they differ, and neither is a
 connection, which svc-monitor only receives metrics from: it cannot read or write its
 keys, so it is refused with a message of its own naming the field.
 
-At start (`settle`), a job no process runs any more is claimed by one process: on
-storage no other process shares (memory, SQLite), every unfinished job; on shared storage
-a job whose row was not written for STALE_MS, or that a stop of svc-monitor left
-`pending`. Then an execution is resumed where its state says it stopped; an analysis or
-a validation, cheap to run again, is marked failed with the reason.
+As the service starts (`settle`, the part's task), a job no process runs any more is
+claimed by one process: on storage no other process shares (memory, SQLite), every
+unfinished job; on shared storage a job whose row was not written for STALE_MS, or that
+a stop of svc-monitor left `pending`. Then an execution is resumed where its state says
+it stopped; an analysis or a validation, cheap to run again, is marked failed with the
+reason.
 """
 
 import asyncio
@@ -221,13 +222,17 @@ class MigrationService:
             self._start(claimed, source, target)
 
     async def watch(self) -> None:
-        """On shared storage: settle every HEARTBEAT_S, for jobs of a replica killed."""
-        while self.shared:
-            await asyncio.sleep(HEARTBEAT_S)
+        """Settle once as the service starts, then, on shared storage, every HEARTBEAT_S
+        for the jobs of a replica killed. A task, not a start hook: startup (and the
+        first polls' readers) never waits on this query."""
+        while True:
             try:
                 await self.settle()
             except Exception:  # storage down: the next round tries again
                 logger.exception("settling migration jobs failed")
+            if not self.shared:
+                return
+            await asyncio.sleep(HEARTBEAT_S)
 
     async def stop(self) -> None:
         await self._runner.stop()
