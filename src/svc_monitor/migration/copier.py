@@ -92,10 +92,6 @@ class Destination:
             raise TargetRefused(f"no primary of the cluster holds slot {key_slot(key)}")
         return self._client_at(address, 0)
 
-    @property
-    def seed(self) -> EngineClient:
-        return self._seed
-
     def node_clients(self, db: int) -> list[EngineClient]:
         """A client per primary holding slots (a cluster, database 0 only), or the server's
         for database `db`."""

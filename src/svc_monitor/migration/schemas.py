@@ -16,13 +16,14 @@ SAMPLE_DEFAULT = 10_000
 class MigrationEnds(BaseModel):
     """The two connections a job is about (the picker: service.py)."""
 
+    model_config = ConfigDict(extra="forbid")  # the jobs' request models inherit it
+
     sourceConnectionId: str = Field(min_length=1, max_length=64)
     targetConnectionId: str = Field(min_length=1, max_length=64)
 
 
 class AnalysisCreate(MigrationEnds):
     model_config = ConfigDict(
-        extra="forbid",
         json_schema_extra={
             "examples": [
                 {
@@ -168,16 +169,7 @@ class AnalysisRead(JobRead):
     @classmethod
     def of(cls, job: Job) -> "AnalysisRead":
         return cls(
-            id=job.id,
-            kind=job.kind,
-            status=job.status,
-            sourceConnectionId=job.source_id,
-            targetConnectionId=job.target_id,
-            createdAt=job.created_at,
-            updatedAt=job.updated_at,
-            completedAt=job.completed_at,
-            progress=job.progress,
-            error=job.error,
+            **_job_fields(job),
             sampleSize=int(str(job.params.get("sampleSize", SAMPLE_DEFAULT))),
             report=AnalysisReport.model_validate(job.report) if job.report else None,
         )
@@ -185,7 +177,6 @@ class AnalysisRead(JobRead):
 
 class ExecutionCreate(MigrationEnds):
     model_config = ConfigDict(
-        extra="forbid",
         json_schema_extra={
             "examples": [
                 {
@@ -263,7 +254,6 @@ class ExecutionRead(JobRead):
 
 class ValidationCreate(MigrationEnds):
     model_config = ConfigDict(
-        extra="forbid",
         json_schema_extra={
             "examples": [
                 {

@@ -71,10 +71,6 @@ class KeyValue:
         return None
 
     @property
-    def elements(self) -> int:
-        return 1 if self.type == "string" else len(self.data)
-
-    @property
     def size_bytes(self) -> int:
         """Bytes of data carried, for the copy's rate."""
         if isinstance(self.data, bytes):
