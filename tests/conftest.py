@@ -17,6 +17,7 @@ pytest_plugins = [
     "tests.fixtures.sshd",
     "tests.fixtures.axe",
     "tests.fixtures.search_module",
+    "tests.fixtures.cloud",
 ]
 
 

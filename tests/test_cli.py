@@ -189,6 +189,34 @@ class TestConfig:
             assert short not in result.stderr
 
 
+class TestServeInCloudMode:
+    """`svc-monitor serve` refuses a cloud mode it cannot run in, before it listens."""
+
+    @staticmethod
+    def refusal(**variables: str) -> str:
+        result = run("serve", env=environment(CLOUD_MODE="true", **variables))
+        assert result.returncode == EXIT_CONFIG, result.stderr
+        assert result.stdout == ""
+        assert "Traceback" not in result.stderr
+        lines = result.stderr.splitlines()
+        assert len(lines) == 1, result.stderr
+        return lines[0]
+
+    @pytest.mark.parametrize("token", [None, ""], ids=["unset", "empty"])
+    def test_without_an_ingest_token_it_ends_with_one_line_naming_it(self, token: str | None):
+        given = {} if token is None else {"OTEL_INGEST_TOKEN": token}
+        line = self.refusal(**given)
+        assert line == (
+            "svc-monitor: configuration error: OTEL_INGEST_TOKEN is required when CLOUD_MODE=true"
+        )
+
+    def test_a_db_port_it_does_not_dial_ends_with_one_line_naming_it(self):
+        line = self.refusal(OTEL_INGEST_TOKEN="cloud-token-1b2c", DB_PORT="7000")
+        assert line.startswith("svc-monitor: configuration error: DB_PORT: 7000 is not a port")
+        assert line.endswith("other ports need the agent (outbound 443)")
+        assert "cloud-token-1b2c" not in line
+
+
 class TestWhatCountsAsSecret:
     def test_every_secret_typed_setting_is_in_the_leak_test(self):
         # A new SecretStr setting joins SECRETS above, or the leak test would not cover it.

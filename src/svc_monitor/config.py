@@ -25,6 +25,7 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from svc_monitor.kit import cloud_ports
 from svc_monitor.kit.header_list import parse_headers
 from svc_monitor.kit.pem import check_certificates, check_private_key, key_matches
 from svc_monitor.kit.public_keys import PublicKeyError, load_public_key
@@ -524,6 +525,10 @@ class Settings(BaseSettings):
             raise ValueError("REPLICA_TIMEOUT_MS must be at least 3 x REPLICA_HEARTBEAT_MS")
         if self.CLOUD_MODE and not self.OTEL_INGEST_TOKEN:
             raise ValueError("OTEL_INGEST_TOKEN is required when CLOUD_MODE=true")
+        if self.CLOUD_MODE and not cloud_ports.dialled_in_cloud(self.DB_PORT):
+            # The default connection is made from DB_* without the API's check: refused
+            # here, in one line, as the API refuses an added connection on that port.
+            raise ValueError(f"DB_PORT: {cloud_ports.refusal(self.DB_PORT)}")
         return self
 
     @property

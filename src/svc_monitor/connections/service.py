@@ -45,6 +45,7 @@ from svc_monitor.engine.info import ParsedInfo
 from svc_monitor.engine.ledger import CommandLedger
 from svc_monitor.errors import AppError, Conflict, NotFound, Unprocessable
 from svc_monitor.events import ConnectionsChanged, EventBus
+from svc_monitor.kit import cloud_ports
 from svc_monitor.storage.app_meta import AppMetaStore
 
 if TYPE_CHECKING:  # loaded with the first tunnel (connections/tunnels.py)
@@ -321,13 +322,18 @@ class ConnectionService:
 
     async def test(self, body: ConnectionTest) -> TestOutcome:
         reach = merge_reach(body, base=None)
-        return await self._try(reach, self._tunnel(body.ssh_tunnel, base=None))
+        tunnel = self._tunnel(body.ssh_tunnel, base=None)
+        self._require_cloud_ports(reach, tunnel)
+        return await self._try(reach, tunnel)
 
     async def create(self, body: ConnectionCreate) -> Connection:
         if body.source == "push":
             return await self._create_pushed(body)
         reach = merge_reach(body, base=None)
-        tunnel = await self._require_answer(reach, self._tunnel(body.ssh_tunnel, base=None))
+        tunnel = self._tunnel(body.ssh_tunnel, base=None)
+        if body.source == "poll":
+            self._require_cloud_ports(reach, tunnel)
+        tunnel = await self._require_answer(reach, tunnel)
         existing = await self._store.list()
         now = _now_ms()
         connection = Connection(
@@ -354,7 +360,10 @@ class ConnectionService:
                 "A push connection is never dialled: its Collector reaches the instance",
                 field="id",
             )
-        return await self._try(*self._changed(current, body))
+        reach, tunnel = self._changed(current, body)
+        if current.source == "poll":
+            self._require_cloud_ports(reach, tunnel)
+        return await self._try(reach, tunnel)
 
     async def update(self, connection_id: str, body: ConnectionUpdate) -> Connection:
         current = await self.get(connection_id)
@@ -363,6 +372,8 @@ class ConnectionService:
             return await self._update_pushed(current, body)
         reach, tunnel = self._changed(current, body)
         if changed & _REACH_FIELDS:
+            if current.source == "poll":
+                self._require_cloud_ports(reach, tunnel)
             tunnel = await self._require_answer(reach, tunnel)
         updated = replace(
             current,
@@ -497,6 +508,20 @@ class ConnectionService:
                 )
 
     # --- helpers ---
+
+    def _require_cloud_ports(self, reach: Reach, tunnel: SshTunnel | None) -> None:
+        """In cloud mode, refuse a polled connection on a port the service does not dial
+        (kit/cloud_ports.py): the instance's own, or its bastion's when it is tunnelled,
+        which is then what the service connects to. Push and agent connections are never
+        dialled, so their callers leave them out."""
+        if not self._settings.CLOUD_MODE:
+            return
+        if not cloud_ports.dialled_in_cloud(reach.port):
+            raise Unprocessable(f"port: {cloud_ports.refusal(reach.port)}", field="port")
+        if tunnel is not None and not cloud_ports.dialled_in_cloud(tunnel.port):
+            raise Unprocessable(
+                f"sshTunnel.port: {cloud_ports.refusal(tunnel.port)}", field="sshTunnel.port"
+            )
 
     async def _require_answer(self, reach: Reach, tunnel: SshTunnel | None) -> SshTunnel | None:
         """Test before saving; the tunnel to store, pinned to the key the test was shown
