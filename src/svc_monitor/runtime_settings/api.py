@@ -15,7 +15,7 @@ async def get_settings(settings: RuntimeSettingsDep) -> RuntimeSettingsRead:
     return await settings.read()
 
 
-@router.put("", response_model=RuntimeSettingsRead, responses=error_responses(422))
+@router.put("", response_model=RuntimeSettingsRead, responses=error_responses(409, 422))
 async def update_settings(
     body: RuntimeSettingsUpdate, settings: RuntimeSettingsDep
 ) -> RuntimeSettingsRead:
@@ -23,7 +23,9 @@ async def update_settings(
 
     `retentionDays` is the history window in days (1 to 36500), or null to keep history
     forever; the retention sweeps use the new value from their next run. Saved in storage
-    and kept across restarts, except with STORAGE_TYPE=memory.
+    and kept across restarts, except with STORAGE_TYPE=memory. In cloud mode the window is
+    the licence tier's (Community 7 days, Pro 90, Enterprise 365): another `retentionDays`
+    is refused with 409, and the window in force sent back is taken as no change.
     """
     return await settings.update(body)
 
@@ -31,5 +33,5 @@ async def update_settings(
 @router.post("/reset", response_model=RuntimeSettingsRead)
 async def reset_settings(settings: RuntimeSettingsDep) -> RuntimeSettingsRead:
     """Forget saved changes: every setting goes back to its environment default (the
-    retention window to LOCAL_RETENTION_DAYS)."""
+    retention window to LOCAL_RETENTION_DAYS, or in cloud mode the licence tier's)."""
     return await settings.reset()

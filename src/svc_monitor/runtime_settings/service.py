@@ -2,16 +2,24 @@
 
 The retention window is different from the intervals: LOCAL_RETENTION_DAYS only seeds it.
 The value in force when the settings row is created is written into the row, so from then
-on a changed environment no longer moves it; only the API (or a reset) does.
+on a changed environment no longer moves it; only the API (or a reset) does. In cloud
+mode the window is the licence tier's (cloud_retention.py), read at each call, so a
+licence applied at run time moves it for the next sweep; neither the environment nor the
+API changes it then.
 """
 
+import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import ValidationError
 
 from svc_monitor.config import Settings
+from svc_monitor.errors import Conflict
 from svc_monitor.events import EventBus, RuntimeSettingsChanged
+from svc_monitor.licensing.models import Tier
+from svc_monitor.runtime_settings.cloud_retention import CLOUD_RETENTION_DAYS, CLOUD_RETENTION_TEXT
 from svc_monitor.runtime_settings.schemas import (
     RuntimeSettingsRead,
     RuntimeSettingsUpdate,
@@ -19,16 +27,31 @@ from svc_monitor.runtime_settings.schemas import (
 )
 from svc_monitor.runtime_settings.store import RuntimeSettingsStore
 
+logger = logging.getLogger(__name__)
+
 RETENTION = "retentionDays"
+
+
+class RetentionFollowsTier(Conflict):
+    """In cloud mode the history window is the licence tier's, not a setting."""
 
 
 class RuntimeSettingsService:
     """Settings changeable without a restart; pollers read `current()` at every tick."""
 
-    def __init__(self, store: RuntimeSettingsStore, settings: Settings, bus: EventBus) -> None:
+    def __init__(
+        self,
+        store: RuntimeSettingsStore,
+        settings: Settings,
+        bus: EventBus,
+        *,
+        tier: Callable[[], Tier] = lambda: Tier.COMMUNITY,
+    ) -> None:
+        """`tier` is the licence tier in force now, which sets the window in cloud mode."""
         self._store = store
         self._settings = settings
         self._bus = bus
+        self._tier = tier
 
     def defaults(self) -> RuntimeSettingsValues:
         s = self._settings
@@ -42,7 +65,7 @@ class RuntimeSettingsService:
             vectorIndexPollIntervalMs=s.VECTOR_INDEX_POLL_INTERVAL_MS,
             searchSlaP99Us=s.SEARCH_SLA_P99_US,
             searchSlaByIndex={},
-            retentionDays=s.LOCAL_RETENTION_DAYS,
+            retentionDays=self._cloud_window() if s.CLOUD_MODE else s.LOCAL_RETENTION_DAYS,
         )
 
     async def read(self) -> RuntimeSettingsRead:
@@ -63,8 +86,20 @@ class RuntimeSettingsService:
         """Give a row saved before the window was a setting the environment's window, once.
 
         Without it, such a row would follow LOCAL_RETENTION_DAYS at every start, which the
-        setting does only until its row exists.
+        setting does only until its row exists. In cloud mode there is nothing to seed:
+        a LOCAL_RETENTION_DAYS given is said to be ignored, once, at startup.
         """
+        if self._settings.CLOUD_MODE:
+            if self._settings.LOCAL_RETENTION_DAYS is not None:
+                logger.warning(
+                    "LOCAL_RETENTION_DAYS=%d is ignored in cloud mode: history is kept for "
+                    "the licence tier's window (%s; %d days now, %s)",
+                    self._settings.LOCAL_RETENTION_DAYS,
+                    CLOUD_RETENTION_TEXT,
+                    self._cloud_window(),
+                    self._tier().label,
+                )
+            return
         stored = await self._store.load()
         if stored is None or RETENTION in stored[0]:
             return
@@ -74,12 +109,15 @@ class RuntimeSettingsService:
         )
 
     async def update(self, change: RuntimeSettingsUpdate) -> RuntimeSettingsRead:
+        changes = change.changes()
+        if self._settings.CLOUD_MODE and RETENTION in changes:
+            self._refuse_cloud_retention(changes.pop(RETENTION))
         stored = await self._store.load()
         # The row is created here: the window comes from the environment unless sent.
         values: dict[str, Any] = (
             stored[0] if stored else {RETENTION: self._settings.LOCAL_RETENTION_DAYS}
         )
-        values.update(change.changes())
+        values.update(changes)
         now = int(time.time() * 1000)
         await self._store.save(values, updated_at=now)
         self._bus.publish(RuntimeSettingsChanged())
@@ -90,7 +128,26 @@ class RuntimeSettingsService:
         self._bus.publish(RuntimeSettingsChanged())
         return self._view(self.defaults(), source="environment", updated_at=None)
 
+    def _cloud_window(self) -> int:
+        return CLOUD_RETENTION_DAYS[self._tier()]
+
+    def _refuse_cloud_retention(self, days: int | None) -> None:
+        """The window in force may be sent back unchanged (a form saving every field);
+        any other value is refused."""
+        window = self._cloud_window()
+        if days == window:
+            return
+        raise RetentionFollowsTier(
+            f"retentionDays: in cloud mode history is kept for the licence tier's window "
+            f"({CLOUD_RETENTION_TEXT}); this install is {self._tier().label}, so {window} "
+            "days. It changes with the licence, not with this setting",
+            field=RETENTION,
+        )
+
     def _merge(self, stored: dict[str, Any]) -> RuntimeSettingsValues:
+        # In cloud mode the tier's window stands over a stored one (defaults() has it).
+        if self._settings.CLOUD_MODE:
+            stored = {k: v for k, v in stored.items() if k != RETENTION}
         merged = self.defaults().model_dump() | stored
         try:
             return RuntimeSettingsValues.model_validate(merged)

@@ -19,6 +19,7 @@ from svc_monitor.runtime_settings.schemas import (
     RuntimeSettingsUpdate,
     RuntimeSettingsValues,
 )
+from svc_monitor.runtime_settings.service import RETENTION, RetentionFollowsTier
 from svc_monitor.web.dependencies import FromThisPage, Ui, UiDep
 from svc_monitor.web.forms import parse_form
 from svc_monitor.web.pages import Page
@@ -228,7 +229,11 @@ async def save_settings(request: Request, ui: UiDep) -> HTMLResponse:
         name: value for name, value in change.changes().items() if getattr(current, name) != value
     }
     if changed:
-        await service.update(RuntimeSettingsUpdate.model_validate(changed))
+        try:
+            await service.update(RuntimeSettingsUpdate.model_validate(changed))
+        except RetentionFollowsTier as refused:  # cloud mode: the window is the licence's
+            form = await _form(ui, values=values, errors={RETENTION: refused.message})
+            return ui.fragment("settings/form.html", form=form, fields=FIELDS)
         message = f"Saved {len(changed)} change{'s' if len(changed) != 1 else ''}."
     else:
         message = "Nothing changed."
