@@ -193,7 +193,8 @@ class Settings(BaseSettings):
     """metric_forecast.limit fires when the time to the ceiling is this or less."""
     LOCAL_RETENTION_DAYS: Annotated[int, Field(ge=1)] | None = None
     """History retention window in days, seeding the retentionDays runtime setting when its
-    row is first created; afterwards the setting counts. Unset keeps everything."""
+    row is first created; afterwards the setting counts. Unset keeps everything. Ignored
+    in cloud mode (CLOUD_MODE), where the licence tier sets the window."""
     KEY_ANALYTICS_SAMPLE_SIZE: Annotated[int, Field(ge=1)] = 10000
     """Keys sampled per key analytics run (Pro)."""
     KEY_ANALYTICS_SCAN_BATCH_SIZE: Annotated[int, Field(ge=1)] = 1000
@@ -297,7 +298,11 @@ class Settings(BaseSettings):
     ACTIVITY_RETENTION_DAYS: Annotated[int, Field(ge=1)] = 90
     """Activity log retention, pruned at startup and daily."""
     CLOUD_MODE: bool = False
-    """Cloud mode; requires OTEL_INGEST_TOKEN."""
+    """Run as a hosted service for other people's instances: direct connections only on
+    ports 443, 2000-2999 and 6000-6999 (not 2375-2376, 2379-2380, 6443; DB_PORT too),
+    history kept for the licence tier's window (Community 7 days, Pro 90, Enterprise 365)
+    in place of LOCAL_RETENTION_DAYS, and POST /v1/traces let in by the ingest token.
+    Requires OTEL_INGEST_TOKEN."""
 
     # --- OTLP in and out ---
     OTEL_INGEST_ENABLED: bool = True
