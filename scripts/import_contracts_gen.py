@@ -40,7 +40,11 @@ WIDTH = 100
 LAYER_WORDS: dict[str, tuple[str, str]] = {
     "__main__": ("entry point", "`python -m svc_monitor`, which runs the command line"),
     "cli": ("command line", "the `svc-monitor` command"),
-    "app": ("the app", "`create_app`: the object graph's routers mounted, its lifespan"),
+    "app": (
+        "the app; the agent",
+        "`create_app`: the object graph's routers mounted, its lifespan; `agent/`: the "
+        "process beside an instance nobody can dial, which dials the service",
+    ),
     "compose": (
         "composition roots",
         "the object graph: the core services and the core parts' list, the feature parts' "

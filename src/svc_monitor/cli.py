@@ -11,6 +11,8 @@ commands:
                         (environment or default), secrets masked
   mcp                   the MCP server over stdio for AI assistants, acting through a
                         running service at SVC_URL with the personal token SVC_TOKEN
+  agent                 run beside an instance svc-monitor cannot dial: dial SVC_URL with
+                        an agent token and carry its read commands to DB_HOST:DB_PORT
   entitlement serve     start the entitlement server, which signs licences
   license keygen        make a licence signing key pair for the entitlement server
 
@@ -54,6 +56,9 @@ def main(argv: list[str] | None = None) -> None:
     if args.command == "mcp":
         serve_mcp()
         return
+    if args.command == "agent":
+        serve_agent()
+        return
     try:
         settings = Settings()
     except ValidationError as exc:
@@ -83,6 +88,19 @@ def serve_mcp() -> None:
     token = settings.SVC_TOKEN.get_secret_value() if settings.SVC_TOKEN else None
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(serve_stdio(settings.SVC_URL, token))
+
+
+def serve_agent() -> None:
+    """The agent beside an instance nobody can dial: it dials SVC_URL (docs/features/agent.md)."""
+    from svc_monitor.agent.main import main as agent_main
+    from svc_monitor.agent.settings import AgentSettings
+
+    try:
+        settings = AgentSettings()
+    except ValidationError as exc:
+        _fail(f"configuration error: {describe_validation_error(exc)}", EXIT_CONFIG)
+    _configure_logging("info")
+    agent_main(settings)
 
 
 def serve(settings: Settings, *, embedded_valkey: bool) -> None:
@@ -302,6 +320,15 @@ def _parser() -> argparse.ArgumentParser:
         "personal token, as the Bearer: the calls act as its user and are recorded in the "
         "activity log under that name. Without a token only installs with user control off "
         "(WORKSPACE_DISABLED=true) answer, and only read tools.",
+    )
+    commands.add_parser(
+        "agent",
+        help="the agent beside an instance svc-monitor cannot dial",
+        description="Dial svc-monitor at SVC_URL (https://) with an agent token "
+        "(SVC_AGENT_TOKEN or SVC_AGENT_TOKEN_FILE) and run its read commands on the instance "
+        "at DB_HOST:DB_PORT (DB_USERNAME, DB_PASSWORD or DB_PASSWORD_FILE, DB_TLS, "
+        "DB_TLS_CA_FILE); SVC_CA_BUNDLE names the CAs of svc-monitor's certificate. Write "
+        "commands are refused by the agent itself. See docs/features/agent.md.",
     )
     entitlement = commands.add_parser(
         "entitlement", help="the entitlement server, which signs licences"

@@ -26,6 +26,7 @@ BASE: tuple[str, ...] = (
 # The feature domains, each one capability over the base domains; independent of each other
 # in the Layers contract, and reaching each other only through their public modules.
 FEATURE: tuple[str, ...] = (
+    "agent_links",
     "anomaly",
     "audit",
     "client_analytics",

@@ -8,6 +8,7 @@ building these routes and schemas is most of the service's import time.
 from collections.abc import Callable, Sequence
 
 from svc_monitor import watching
+from svc_monitor.agent_links import part as agent_links
 from svc_monitor.anomaly import part as anomaly
 from svc_monitor.audit import part as audit
 from svc_monitor.client_analytics import part as client_analytics
@@ -58,6 +59,7 @@ PARTS: tuple[Callable[[Registry], Part], ...] = (
     key_analytics.part,
     vector_search.part,
     migration.part,
+    agent_links.part,
     traces.feature,
     webhooks.feature,
     replicas.feature,

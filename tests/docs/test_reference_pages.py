@@ -23,6 +23,7 @@ from scripts.docs_reference import (
     write_pages,
 )
 
+from svc_monitor.agent.settings import AgentSettings
 from svc_monitor.config import McpClientSettings, Settings
 from svc_monitor.event_types.table import BY_NAME, EVENT_TYPES
 from svc_monitor.mcp.output import MAX_CHARS
@@ -271,7 +272,12 @@ class TestHandWrittenPages:
         named = set(SETTING_LIKE.findall(text))
         named |= {name for block in FENCE.findall(text) for name in ASSIGNED.findall(block)}
         # `svc-monitor mcp` reads SVC_URL and SVC_TOKEN, the service's settings not at all.
-        known = set(Settings.model_fields) | set(McpClientSettings.model_fields)
+        # `svc-monitor agent` reads its own (agent/settings.py).
+        known = (
+            set(Settings.model_fields)
+            | set(McpClientSettings.model_fields)
+            | set(AgentSettings.model_fields)
+        )
         unknown = named - known - EXTERNAL_NAMES
         assert not unknown, f"{page.name} names settings that do not exist: {sorted(unknown)}"
 

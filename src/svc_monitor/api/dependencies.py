@@ -5,6 +5,7 @@ from collections.abc import Callable
 from typing import Annotated, TypeVar
 
 from fastapi import Depends, Request
+from starlette.requests import HTTPConnection
 
 from svc_monitor.errors import Unavailable
 from svc_monitor.parts import Registry
@@ -25,11 +26,12 @@ def get_features(request: Request) -> Features:
     return features
 
 
-def registered(kind: type[T]) -> Callable[[Request], T]:
+def registered(kind: type[T]) -> Callable[[HTTPConnection], T]:
     """A dependency on a feature part's service, by type (`registered(SlowlogService)`):
-    a new domain's dependencies.py reaches its service without a field on `Features`."""
+    a new domain's dependencies.py reaches its service without a field on `Features`.
+    Requests and WebSockets alike (both are an HTTPConnection)."""
 
-    def get(request: Request) -> T:
+    def get(request: HTTPConnection) -> T:
         registry: Registry | None = getattr(request.app.state, "registry", None)
         if registry is None:
             raise Unavailable("svc-monitor is still starting; retry in a moment")

@@ -27,6 +27,9 @@ class Access(IntEnum):
     # The Prometheus endpoint: open, as exporters are, unless PROMETHEUS_BEARER_TOKEN is
     # set; then that token (a scraper's) or any signed-in user (a person or their token).
     SCRAPE = 10
+    # An agent's link: no session and no browser (so no origin to check); the route itself
+    # refuses any but a live agent token (agent_links/api.py).
+    AGENT = 11
 
     @property
     def role(self) -> Role | None:
@@ -41,6 +44,7 @@ class Access(IntEnum):
 
 PUBLIC, MEMBER, ADMIN, OWNER = Access.PUBLIC, Access.MEMBER, Access.ADMIN, Access.OWNER
 SCRAPE = Access.SCRAPE
+AGENT = Access.AGENT
 
 # Methods that change something: admin by default in the table below, recorded in the
 # activity log, and checked against the pinned origin.
@@ -207,6 +211,13 @@ RULES: dict[str, Access] = {
     "POST /api/vector-search/indexes/{name}/profile": MEMBER,
     # --- migration: reading a job is for members; starting or cancelling one loads
     # production servers, so it is an admin's call ---
+    # --- agents: their tokens are an admin's, seeing the links a member's ---
+    "POST /api/agent-tokens": ADMIN,
+    "GET /api/agent-tokens": ADMIN,
+    "DELETE /api/agent-tokens/{token_id}": ADMIN,
+    "GET /api/agents": MEMBER,
+    "WS /agent/ws": AGENT,
+    "WS /api/agent/ws": AGENT,
     "GET /api/migration/analysis": MEMBER,
     "GET /api/migration/analysis/{analysis_id}": MEMBER,
     "POST /api/migration/analysis": ADMIN,

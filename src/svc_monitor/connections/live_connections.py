@@ -13,6 +13,7 @@ from pathlib import Path
 
 from svc_monitor.connections.models import Connection, EngineSnapshot, PushStatus, forced_engine
 from svc_monitor.connections.tunnels import Tunnels
+from svc_monitor.engine.agent_link import AgentLinks
 from svc_monitor.engine.capabilities import EngineIdentity, detect
 from svc_monitor.engine.client import EngineClient, EngineTarget
 from svc_monitor.engine.errors import EngineError
@@ -50,6 +51,8 @@ class LiveConnections:
         # The SSH login shares the client's connect timeout: it happens inside the client's
         # connect, so a longer one would be cut short by the client's own deadline.
         self.tunnels = Tunnels(connect_timeout_s=connect_timeout_s, key_dir=ssh_key_dir)
+        # The links of agents that dialled in: an agent connection's client talks over its own.
+        self.agent_links = AgentLinks()
         self._live: dict[str, _Live] = {}
         # Outlive client replacement: an edit must not reset what we sent a server.
         self._ledgers: dict[str, CommandLedger] = {}
@@ -59,6 +62,11 @@ class LiveConnections:
         self._insecure_warned: set[str] = set()
 
     def target(self, connection: Connection) -> EngineTarget:
+        if connection.via_agent:
+            # The agent logs in and chooses TLS and the database itself: none of it crosses.
+            return EngineTarget(
+                host=connection.host, port=0, via=self.agent_links.dialer(connection.id)
+            )
         return from_attributes(
             EngineTarget,
             connection,

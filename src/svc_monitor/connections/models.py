@@ -14,8 +14,12 @@ from svc_monitor.engine.ssh_spec import SshAuth
 from svc_monitor.errors import NotSupported
 
 DbType = Literal["auto", "valkey", "redis"]
-# How we learn about an instance: we poll it, or a Collector pushes its metrics (OTLP).
-Source = Literal["poll", "push"]
+# How we learn about an instance: we poll it, a Collector pushes its metrics (OTLP), or we
+# poll it through an agent that dialled us (docs/features/agent.md).
+Source = Literal["poll", "push", "agent"]
+# Agent connections have no address of their own: this host and port 0 stand for "reached
+# through its agent's link" wherever a host:port is shown.
+AGENT_HOST = "agent"
 
 # The connection created from DB_* on the first start keeps one id for life, so
 # scripts and stored history can name it across restarts of a memory-backed service.
@@ -79,6 +83,10 @@ class Connection:
     @property
     def pushed(self) -> bool:
         return self.source == "push"
+
+    @property
+    def via_agent(self) -> bool:
+        return self.source == "agent"
 
 
 def forced_engine(db_type: DbType) -> Literal["valkey", "redis"] | None:

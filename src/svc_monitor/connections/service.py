@@ -18,6 +18,7 @@ from svc_monitor.connections import replica_reads
 from svc_monitor.connections.hints import hint_for
 from svc_monitor.connections.live_connections import LiveConnections
 from svc_monitor.connections.models import (
+    AGENT_HOST,
     ENV_DEFAULT_ID,
     Connection,
     EngineSnapshot,
@@ -38,6 +39,7 @@ from svc_monitor.connections.schemas import (
 from svc_monitor.connections.store import ConnectionStore
 from svc_monitor.connections.tls_fields import TLS_FIELDS
 from svc_monitor.connections.tunnels import merge_tunnel
+from svc_monitor.engine.agent_link import AgentLinks
 from svc_monitor.engine.capabilities import Feature, detect
 from svc_monitor.engine.client import EngineClient, EngineTarget
 from svc_monitor.engine.errors import EngineError
@@ -327,6 +329,12 @@ class ConnectionService:
         return await self._try(reach, tunnel)
 
     async def create(self, body: ConnectionCreate) -> Connection:
+        if body.source == "agent":
+            raise Unprocessable(
+                "source: an agent connection is made with its agent token "
+                "(POST /api/agent-tokens), which the agent then dials in with",
+                field="source",
+            )
         if body.source == "push":
             return await self._create_pushed(body)
         reach = merge_reach(body, base=None)
@@ -370,6 +378,8 @@ class ConnectionService:
         changed = body.model_fields_set
         if current.pushed:
             return await self._update_pushed(current, body)
+        if current.via_agent:
+            return await self._update_agent(current, body)
         reach, tunnel = self._changed(current, body)
         if changed & _REACH_FIELDS:
             if current.source == "poll":
@@ -474,6 +484,57 @@ class ConnectionService:
         self._bus.publish(ConnectionsChanged(connection_id=connection.id))
         logger.info("push connection %s added (%s:%d)", connection.id, reach.host, reach.port)
         return connection
+
+    async def create_agent(self, name: str) -> Connection:
+        """A connection reached through an agent, made with its token: no address, no
+        credentials (the agent holds them), nothing dialled until the agent links."""
+        existing = await self._store.list()
+        now = _now_ms()
+        connection = Connection(
+            id=str(uuid.uuid4()),
+            name=name,
+            host=AGENT_HOST,
+            port=0,
+            username="default",
+            password=None,
+            tls=False,
+            db=0,
+            db_type="auto",
+            ssh_tunnel=None,
+            is_default=not any(c.is_default for c in existing),
+            created_at=now,
+            updated_at=now,
+            source="agent",
+        )
+        await self._store.insert(connection)
+        self._bus.publish(ConnectionsChanged(connection_id=connection.id))
+        logger.info("agent connection %s added (%s)", connection.id, name)
+        return connection
+
+    async def _update_agent(self, current: Connection, body: ConnectionUpdate) -> Connection:
+        """Only the name: where the instance is and how to log in is the agent's to say."""
+        others = sorted(body.model_fields_set - {"name", "set_as_default"})
+        if others:
+            field = ConnectionFields.model_fields[others[0]].alias or others[0]
+            raise Unprocessable(
+                f"{field}: an agent connection is reached through its agent; set the "
+                "instance's address and credentials on the agent (DB_HOST, DB_PORT, ...)",
+                field=field,
+            )
+        updated = replace(
+            current,
+            name=body.name if body.name is not None else current.name,
+            updated_at=_now_ms(),
+        )
+        if not await self._store.update(updated):
+            raise ConnectionNotFound(f"Connection '{current.id}' not found", field="id")
+        self._bus.publish(ConnectionsChanged(connection_id=current.id))
+        return updated
+
+    @property
+    def agent_links(self) -> "AgentLinks":
+        """The live links of agent connections (engine/agent_link.py)."""
+        return self._live.agent_links
 
     async def _update_pushed(self, current: Connection, body: ConnectionUpdate) -> Connection:
         _refuse_credentials(body)

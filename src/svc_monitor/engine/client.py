@@ -17,7 +17,7 @@ from valkey.asyncio import ConnectionPool, Valkey
 from valkey.asyncio.retry import Retry
 from valkey.backoff import NoBackoff
 
-from svc_monitor.engine.dial import Dialer, TargetConnection
+from svc_monitor.engine.dial import TargetConnection, Via
 from svc_monitor.engine.errors import (
     EngineError,
     EngineProtocolError,
@@ -56,7 +56,7 @@ class EngineTarget:
     tls_insecure: bool = False
     # Takes part in equality: a Dialer should compare equal while it leads to the same place,
     # or every lookup of a connection's client would replace it.
-    via: Dialer | None = field(default=None, repr=False)
+    via: Via | None = field(default=None, repr=False)
 
     @property
     def address(self) -> str:

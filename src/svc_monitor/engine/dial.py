@@ -14,7 +14,7 @@ import asyncio
 import socket
 import ssl
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from valkey._parsers.base import BaseParser
 from valkey.asyncio.connection import Connection
@@ -34,11 +34,26 @@ class Dialer(Protocol):
         ...
 
 
+@runtime_checkable
+class ChannelDialer(Protocol):
+    """A way to an instance that is not a TCP address: an agent's link hands out one end of
+    a socket pair per connection, and carries what is written to it
+    (engine/agent_link.py). No port is opened, so nothing else on the host can use it."""
+
+    async def channel(self) -> socket.socket:
+        """A connected socket whose peer speaks RESP as the instance would."""
+        ...
+
+
+# What EngineTarget.via may hold.
+Via = Dialer | ChannelDialer
+
+
 async def open_stream(
     host: str,
     port: int,
     *,
-    via: Dialer | None,
+    via: Via | None,
     tls: ssl.SSLContext | None,
     timeout_s: float | None,
     limit: int = STREAM_LIMIT,
@@ -46,6 +61,9 @@ async def open_stream(
     """Connect to `host:port` (or to where `via` says), then run the TLS handshake for
     `host`; TCP connect and handshake share `timeout_s`. A handshake past it raises
     TlsHandshakeTimeout; everything else is raised as the socket or ssl module raised it."""
+    if isinstance(via, ChannelDialer):
+        async with asyncio.timeout(timeout_s):
+            return await asyncio.open_connection(sock=await via.channel(), limit=limit)
     dial_host, dial_port = await via.address() if via is not None else (host, port)
     writer: asyncio.StreamWriter | None = None
     handshaking = False
@@ -74,7 +92,7 @@ class TargetConnection(Connection):
     def __init__(
         self,
         *,
-        via: Dialer | None = None,
+        via: Via | None = None,
         tls_context: ssl.SSLContext | None = None,
         **kwargs: Any,
     ) -> None:

@@ -70,6 +70,13 @@ class SshTunnelError(EngineError):
     kind = "ssh"
 
 
+class AgentNotLinked(EngineError):
+    """An agent connection whose agent has no link to the service now (never dialled in,
+    stopped, cut off, or its token revoked): docs/features/agent.md."""
+
+    kind = "agent"
+
+
 class SshUnreachable(SshTunnelError):
     kind = "ssh_unreachable"
 

@@ -109,6 +109,8 @@ async def authorize(connection: HTTPConnection) -> None:
         _refuse(is_socket, Forbidden("No access rule covers this route"))
     if access is Access.SCRAPE and _scraper(connection, settings.PROMETHEUS_BEARER_TOKEN):
         return
+    if access is Access.AGENT:  # its token is checked by the route, before the handshake
+        return
     if not auth.enabled:
         if access is Access.SCRAPE:  # a token is set, and this is not it
             raise _scrape_refusal()
