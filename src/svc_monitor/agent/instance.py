@@ -126,3 +126,41 @@ class InstanceConnection:
 
     def close(self) -> None:
         self._writer.close()
+
+
+async def reported_nodes(target: Target) -> set[str]:
+    """host:port of every other node the instance names: the nodes of its cluster (CLUSTER
+    NODES), its replicas and its primary (INFO replication). Empty when it cannot be read."""
+    try:
+        connection = await InstanceConnection.open(target)
+    except (InstanceError, TimeoutError):
+        return set()
+    try:
+        reply = await connection.run(
+            [[b"CLUSTER", b"NODES"], [b"INFO", b"replication"]], lambda _: None
+        )
+    except (InstanceError, TimeoutError, OSError):
+        return set()
+    finally:
+        connection.close()
+    nodes: set[str] = set()
+    text = reply.decode("utf-8", "replace")
+    for line in text.splitlines():
+        words = line.split()
+        if len(words) >= 8 and "@" in words[1]:  # a CLUSTER NODES line
+            address = words[1].split("@", 1)[0]
+            if not address.startswith(":"):  # a node that has not learnt its address
+                nodes.add(address)
+        elif line.startswith("slave") and "ip=" in line:
+            fields = dict(p.split("=", 1) for p in line.split(":", 1)[1].split(",") if "=" in p)
+            if "ip" in fields and "port" in fields:
+                nodes.add(_address(fields["ip"], fields["port"]))
+    primary = dict(line.split(":", 1) for line in text.splitlines() if line.startswith("master_"))
+    if "master_host" in primary and "master_port" in primary:
+        nodes.add(_address(primary["master_host"].strip(), primary["master_port"].strip()))
+    nodes.discard(target.address)
+    return nodes
+
+
+def _address(host: str, port: str) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

@@ -18,12 +18,12 @@ import logging
 import random
 import ssl
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus, InvalidURI, WebSocketException
 
-from svc_monitor.agent.instance import InstanceConnection, InstanceError, Target
+from svc_monitor.agent.instance import InstanceConnection, InstanceError, Target, reported_nodes
 from svc_monitor.engine.agent_wire import (
     HEADER,
     MAX_PAYLOAD,
@@ -40,6 +40,8 @@ logger = logging.getLogger("svc_monitor.agent")
 HELLO_TIMEOUT_S = 10.0
 DEFAULT_HEARTBEAT_S = 5.0
 REPLY_PIECE = 512 * 1024
+# How often an unknown node makes the agent read its instance's nodes again.
+NODES_FRESH_S = 5.0
 # A session's bytes not yet a whole command: a peer past this is not our service.
 MAX_PENDING = MAX_PAYLOAD
 
@@ -63,9 +65,10 @@ class Backoff:
 class _Session:
     """One session of the service: its frames run in order on one instance connection."""
 
-    def __init__(self, number: int, link: "Link") -> None:
+    def __init__(self, number: int, link: "Link", target: Target) -> None:
         self.number = number
         self._link = link
+        self._target = target
         self._queue: asyncio.Queue[Frame | None] = asyncio.Queue()
         self._buffer = bytearray()
         self._connection: InstanceConnection | None = None
@@ -85,7 +88,7 @@ class _Session:
                     continue
                 del self._buffer[:used]
                 if self._connection is None:
-                    self._connection = await InstanceConnection.open(self._link.target)
+                    self._connection = await InstanceConnection.open(self._target)
                 replies = await self._connection.run(commands, self._link.refused)
                 # In pieces: the service takes WebSocket messages of up to 1 MiB, and it
                 # only writes the bytes on, so a reply may span frames.
@@ -107,11 +110,26 @@ class _Session:
 class Link:
     """One link's life: from the hello to the close."""
 
-    def __init__(self, socket: ClientConnection, target: Target) -> None:
+    def __init__(self, socket: ClientConnection, target: Target, nodes: set[str]) -> None:
         self.socket = socket
         self.target = target
         self.sessions: dict[int, _Session] = {}
         self.refused_count = 0
+        self._nodes = nodes  # host:port of the nodes the instance reports
+        self._nodes_read = asyncio.get_running_loop().time()
+
+    async def node_target(self, address: str) -> Target | None:
+        """The target for a session to another node, when the instance reports it (read
+        again, at most every few seconds, for a node not seen yet: a failover, a new
+        replica); None for any other address, which the service may not reach through us."""
+        now = asyncio.get_running_loop().time()
+        if address not in self._nodes and now - self._nodes_read > NODES_FRESH_S:
+            self._nodes_read = now
+            self._nodes = await reported_nodes(self.target)
+        if address not in self._nodes:
+            return None
+        host, _, port = address.rpartition(":")
+        return replace(self.target, host=host.strip("[]"), port=int(port))
 
     async def send(self, data: bytes | str) -> None:
         await self.socket.send(data)
@@ -139,6 +157,21 @@ class Link:
                     continue
                 frame = decode(message)
                 session = self.sessions.get(frame.session)
+                if frame.kind is Kind.OPEN and session is None:
+                    address = frame.payload.decode("utf-8", "replace")[:300]
+                    target = await self.node_target(address)
+                    if target is None:
+                        logger.warning(
+                            "refused a session to %s: not a node of %s",
+                            address,
+                            self.target.address,
+                        )
+                        await self.close_session(
+                            frame.session, f"{address} is not a node {self.target.address} reports"
+                        )
+                        continue
+                    self.sessions[frame.session] = _Session(frame.session, self, target)
+                    continue
                 if frame.kind is Kind.CLOSE:
                     if session is not None:
                         session.feed(None)
@@ -146,7 +179,9 @@ class Link:
                 if frame.kind is not Kind.COMMANDS:
                     raise WireError(f"the service sent a {frame.kind.name} frame")
                 if session is None:
-                    session = self.sessions[frame.session] = _Session(frame.session, self)
+                    session = self.sessions[frame.session] = _Session(
+                        frame.session, self, self.target
+                    )
                 session.feed(frame)
         finally:
             for session in list(self.sessions.values()):
@@ -191,6 +226,7 @@ async def probe(target: Target) -> dict[str, object]:
     facts["engine"] = "valkey" if valkey else "redis"
     facts["version"] = fields.get("valkey_version") or fields.get("redis_version")
     facts["cluster"] = fields.get("cluster_enabled", "0").strip() == "1"
+    facts["nodes"] = sorted(await reported_nodes(target))
     return facts
 
 
@@ -260,11 +296,13 @@ async def _linked(
         raise WireError("the service did not welcome the agent")
     heartbeat_s = float(welcome.get("heartbeatS") or DEFAULT_HEARTBEAT_S)
     logger.info(
-        "linked to svc-monitor as connection %s; watching %s",
+        "linked to svc-monitor as connection %s; watching %s (and the nodes it reports: %s)",
         welcome.get("connectionId"),
         target.address,
+        ", ".join(str(n) for n in facts.get("nodes") or []) or "none",  # type: ignore[attr-defined]
     )
-    link = Link(socket, target)
+    nodes = facts.get("nodes")
+    link = Link(socket, target, set(nodes) if isinstance(nodes, list) else set())
     serving = asyncio.get_running_loop().create_task(link.serve(heartbeat_s))
     stopping = asyncio.get_running_loop().create_task(stop.wait())
     try:

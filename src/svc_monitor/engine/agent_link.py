@@ -78,8 +78,9 @@ class AgentLink:
     def sessions(self) -> int:
         return len(self._sessions)
 
-    async def channel(self) -> socket.socket:
-        """A new session; its socket is valkey-py's to use."""
+    async def channel(self, node: str | None = None) -> socket.socket:
+        """A new session (to `node`, host:port, instead of the agent's instance when
+        given); its socket is valkey-py's to use."""
         if self._closed:
             raise AgentNotLinked("the agent's link closed")
         if len(self._sessions) >= MAX_SESSIONS:
@@ -89,6 +90,8 @@ class AgentLink:
         reader, writer = await asyncio.open_connection(sock=ours, limit=_READ_CHUNK)
         session = _Session(next(self._numbers), writer)
         self._sessions[session.number] = session
+        if node is not None:  # before any command of the session can be sent
+            await self._send(encode(Kind.OPEN, session.number, 0, node.encode()))
         session.pump = asyncio.get_running_loop().create_task(self._pump(session, reader))
         return theirs
 
@@ -174,6 +177,7 @@ class AgentDialer:
 
     connection_id: str
     links: AgentLinks = field(compare=False, repr=False)
+    node: str | None = None  # host:port of another node the agent's instance reports
 
     async def channel(self) -> socket.socket:
         link = self.links.get(self.connection_id)
@@ -182,4 +186,8 @@ class AgentDialer:
                 "the agent of this connection is not linked to svc-monitor (not started, "
                 "stopped, cut off, or its token was revoked)"
             )
-        return await link.channel()
+        return await link.channel(self.node)
+
+    def toward(self, host: str, port: int) -> "AgentDialer":
+        address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        return AgentDialer(self.connection_id, self.links, address)

@@ -10,6 +10,9 @@ frames, each a fixed header and RESP bytes:
 - COMMANDS (service to agent): one or more whole RESP commands of one session.
 - REPLIES (agent to service): one reply per command of the request, in order.
 - CLOSE (either way): the session ends; the payload is the reason, UTF-8.
+- OPEN (service to agent, before a session's first commands): the session is to another
+  node the agent's instance reports (`host:port`: a cluster node, a replica), not to the
+  instance itself; the agent refuses (CLOSE) a node its instance does not report.
 
 A session is one connection of the service's engine client; the agent gives each its own
 connection to the instance, so replies of a session come back in the order sent.
@@ -29,6 +32,7 @@ class Kind(IntEnum):
     COMMANDS = 1
     REPLIES = 2
     CLOSE = 3
+    OPEN = 4
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,7 @@ from valkey.asyncio import ConnectionPool, Valkey
 from valkey.asyncio.retry import Retry
 from valkey.backoff import NoBackoff
 
-from svc_monitor.engine.dial import TargetConnection, Via
+from svc_monitor.engine.dial import ChannelDialer, TargetConnection, Via
 from svc_monitor.engine.errors import (
     EngineError,
     EngineProtocolError,
@@ -65,8 +65,10 @@ class EngineTarget:
     def peer(self, host: str, port: int) -> "EngineTarget":
         """Another node of the same deployment, with these credentials and TLS. Dialled
         directly: only the configured instance is tunnelled
-        (docs/features/connections.md#ssh-tunnels)."""
-        return replace(self, host=host, port=port, via=None)
+        (docs/features/connections.md#ssh-tunnels); but through an agent, the node is
+        reached through the same agent (docs/features/agent.md#clusters)."""
+        via = self.via.toward(host, port) if isinstance(self.via, ChannelDialer) else None
+        return replace(self, host=host, port=port, via=via)
 
 
 def tls_context(target: EngineTarget) -> ssl.SSLContext | None:

@@ -44,6 +44,10 @@ class ChannelDialer(Protocol):
         """A connected socket whose peer speaks RESP as the instance would."""
         ...
 
+    def toward(self, host: str, port: int) -> "ChannelDialer":
+        """The same way, to another node of the instance's deployment (a cluster node)."""
+        ...
+
 
 # What EngineTarget.via may hold.
 Via = Dialer | ChannelDialer
