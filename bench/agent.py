@@ -2,14 +2,15 @@
 CPU of the agents and of the service per watched instance.
 
 Serves svc-monitor in this process (memory storage, user control off) over HTTP on
-loopback, starts Valkey servers and one real `svc-monitor agent` process per instance
-(SVC_AGENT_ALLOW_HTTP: loopback only), each with a token made through the API. Then:
+loopback, starts Valkey servers and one real `svc-monitor agent` process for all of them
+(a targets file, SVC_AGENT_ALLOW_HTTP: loopback only), each instance with a token made
+through the API. Then:
 
 1. Latency: PING one after another, N times, through the service's own engine client of
    the agent connection, and through a direct engine client to the same server; the
    medians and p99s, and the difference (what the agent adds).
 2. Throughput: 8 concurrent callers sending PING through one agent for a few seconds.
-3. Idle watching: every connection polled as usual for --seconds; CPU of all agents (from
+3. Idle watching: every connection polled as usual for --seconds; CPU of the agent (from
    /proc) and of this process (the service: nothing else runs meanwhile), per instance.
 
     .venv/bin/python bench/agent.py [--instances 10] [--seconds 60] [--pings 2000] [--quick]
@@ -17,6 +18,7 @@ loopback, starts Valkey servers and one real `svc-monitor agent` process per ins
 
 import argparse
 import asyncio
+import json
 import os
 import statistics
 import sys
@@ -95,23 +97,29 @@ async def main(instances: int, seconds: float, pings: int) -> None:
             await asyncio.sleep(0.05)
         async with httpx.AsyncClient(base_url=base, timeout=30) as api:
             ids = []
+            targets = []
             for number, valkey in enumerate(servers):
                 made = (await api.post("/api/agent-tokens", json={"name": f"n{number}"})).json()
                 ids.append(made["connectionId"])
-                env = {
-                    **{k: v for k, v in os.environ.items() if not k.startswith(("SVC_", "DB_"))},
-                    "SVC_URL": base,
-                    "SVC_AGENT_ALLOW_HTTP": "true",
-                    "SVC_AGENT_TOKEN": made["token"],
-                    "DB_HOST": "127.0.0.1",
-                    "DB_PORT": str(valkey.port),
-                }
-                agents.append(
-                    await asyncio.create_subprocess_exec(
-                        sys.executable, "-m", "svc_monitor", "agent", env=env,
-                        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
-                    )
-                )  # fmt: skip
+                token_file = workdir / f"n{number}.token"
+                token_file.write_text(made["token"])
+                targets.append(
+                    {"tokenFile": str(token_file), "host": "127.0.0.1", "port": valkey.port}
+                )
+            targets_file = workdir / "targets.json"
+            targets_file.write_text(json.dumps({"targets": targets}))
+            env = {
+                **{k: v for k, v in os.environ.items() if not k.startswith(("SVC_", "DB_"))},
+                "SVC_URL": base,
+                "SVC_AGENT_ALLOW_HTTP": "true",
+                "SVC_AGENT_TARGETS_FILE": str(targets_file),
+            }
+            agents.append(
+                await asyncio.create_subprocess_exec(
+                    sys.executable, "-m", "svc_monitor", "agent", env=env,
+                    stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+                )
+            )  # fmt: skip
             for _ in range(600):  # bounded: 60 s
                 linked = sum(a["linked"] for a in (await api.get("/api/agents")).json())
                 if linked == instances:
@@ -154,13 +162,12 @@ async def main(instances: int, seconds: float, pings: int) -> None:
         minutes = seconds / 60
         agent_cpu = sum(after[1]) - sum(before[1])
         service_cpu = after[0] - before[0]
-        rss = statistics.mean(rss_mb(a.pid) for a in agents)
         print(
-            f"idle watching {instances} instances for {seconds:g} s: agents "
-            f"{agent_cpu / minutes / instances:.3f} CPU-s/min per instance "
-            f"({agent_cpu / seconds:.4f} cores in all), RSS {rss:.1f} MB each; service "
-            f"{service_cpu / minutes / instances:.3f} CPU-s/min per instance, "
-            f"RSS {rss_mb(me):.0f} MB"
+            f"idle watching {instances} instances for {seconds:g} s: the agent "
+            f"{agent_cpu / seconds:.4f} cores ({agent_cpu / minutes / instances:.3f} CPU-s/min "
+            f"per instance), RSS {rss_mb(agents[0].pid):.1f} MB; the service "
+            f"{service_cpu / seconds:.4f} cores ({service_cpu / minutes / instances:.3f} "
+            f"CPU-s/min per instance), RSS {rss_mb(me):.0f} MB"
         )
     finally:
         for agent in agents:

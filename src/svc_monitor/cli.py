@@ -97,10 +97,13 @@ def serve_agent() -> None:
 
     try:
         settings = AgentSettings()
+        links = settings.links()
     except ValidationError as exc:
         _fail(f"configuration error: {describe_validation_error(exc)}", EXIT_CONFIG)
+    except (ValueError, OSError) as exc:
+        _fail(f"configuration error: {exc}", EXIT_CONFIG)
     _configure_logging("info")
-    agent_main(settings)
+    agent_main(settings, links)
 
 
 def serve(settings: Settings, *, embedded_valkey: bool) -> None:

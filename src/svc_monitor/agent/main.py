@@ -3,6 +3,7 @@
 import asyncio
 import contextlib
 import signal
+from collections.abc import Callable
 
 from svc_monitor import __version__
 from svc_monitor.agent.instance import Target
@@ -10,41 +11,34 @@ from svc_monitor.agent.link import run
 from svc_monitor.agent.settings import AgentSettings
 
 
-def target_of(settings: AgentSettings) -> Target:
-    return Target(
-        host=settings.DB_HOST,
-        port=settings.DB_PORT,
-        username=settings.DB_USERNAME,
-        password=settings.password(),
-        tls=settings.DB_TLS,
-        tls_ca_file=str(settings.DB_TLS_CA_FILE) if settings.DB_TLS_CA_FILE else None,
-        db=settings.DB_DB,
-        connect_timeout_s=settings.CONNECT_TIMEOUT_MS / 1000,
-        command_timeout_s=settings.COMMAND_TIMEOUT_MS / 1000,
-    )
-
-
-async def serve(settings: AgentSettings) -> None:
+async def serve(settings: AgentSettings, links: list[tuple[Callable[[], str], Target]]) -> None:
+    """One link per instance, side by side, until SIGTERM or SIGINT."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    await run(
-        settings.link_url(),
-        settings.token,
-        target_of(settings),
-        version=__version__,
-        ca_bundle=str(settings.SVC_CA_BUNDLE) if settings.SVC_CA_BUNDLE else None,
-        connect_timeout_s=settings.CONNECT_TIMEOUT_MS / 1000,
-        stop=stop,
+    ca_bundle = str(settings.SVC_CA_BUNDLE) if settings.SVC_CA_BUNDLE else None
+    await asyncio.gather(
+        *(
+            run(
+                settings.link_url(),
+                token,
+                target,
+                version=__version__,
+                ca_bundle=ca_bundle,
+                connect_timeout_s=settings.CONNECT_TIMEOUT_MS / 1000,
+                stop=stop,
+            )
+            for token, target in links
+        )
     )
 
 
-def main(settings: AgentSettings) -> None:
+def main(settings: AgentSettings, links: list[tuple[Callable[[], str], Target]]) -> None:
     with contextlib.suppress(KeyboardInterrupt):
         try:
             import uvloop
 
-            uvloop.run(serve(settings))
+            uvloop.run(serve(settings, links))
         except ImportError:  # a slim image without uvloop runs on asyncio's own loop
-            asyncio.run(serve(settings))
+            asyncio.run(serve(settings, links))
