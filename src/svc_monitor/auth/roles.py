@@ -342,6 +342,9 @@ RULES: dict[str, Access] = {
     "POST /ui/forecasting/{metric_kind}/settings": ADMIN,
     # --- Key Analytics (analytics/, Pro): reads for any member ---
     "GET /key-analytics": MEMBER,
+    "GET /agents": MEMBER,
+    "POST /ui/agents": ADMIN,
+    "POST /ui/agents/{token_id}/revoke": ADMIN,
     "GET /migration": MEMBER,
     "GET /ui/migration/jobs/{kind}/{job_id}": MEMBER,
     "POST /ui/migration/{kind}": ADMIN,

@@ -46,6 +46,7 @@ TAG_DESCRIPTIONS: dict[str, str] = {
     "indexing failures and backfill progress, live and stored.",
     "migration": "Moving keys between two connections: the analysis (free), the copy and "
     "its validation (Pro), as jobs.",
+    "agents": "Agent tokens, and the links of agents that watch instances svc-monitor cannot dial.",
     "anomaly detection": "Anomalies found in the metrics and their correlated groups (Pro).",
     "metric forecasting": "Projections of a metric to its ceiling, and their alert settings.",
     "security": "Known CVEs and advisories for each connection's engine version.",

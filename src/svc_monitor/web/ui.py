@@ -11,6 +11,7 @@ from svc_monitor.web.rendering import Templates
 from svc_monitor.web.routes import (
     account,
     activity,
+    agents,
     anomalies,
     audit,
     cli,
@@ -44,6 +45,7 @@ PAGE_MODULES = (
     key_analytics,
     vector_search,
     migration,
+    agents,
     forecast,
     anomalies,
     cluster,
