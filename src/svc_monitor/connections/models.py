@@ -17,9 +17,11 @@ DbType = Literal["auto", "valkey", "redis"]
 # How we learn about an instance: we poll it, a Collector pushes its metrics (OTLP), or we
 # poll it through an agent that dialled us (docs/features/agent.md).
 Source = Literal["poll", "push", "agent"]
-# Agent connections have no address of their own: this host and port 0 stand for "reached
-# through its agent's link" wherever a host:port is shown.
-AGENT_HOST = "agent"
+# Agent connections have no address of their own: "agent-<first 8 of the id>" and port 0
+# stand for "reached through its agent's link" wherever a host:port is shown. Unique, so
+# the `connection` label of two agent connections never collides; port 0 makes the OTLP
+# export put their points on the svc-monitor resource (docs/features/agent.md).
+AGENT_HOST_PREFIX = "agent-"
 
 # The connection created from DB_* on the first start keeps one id for life, so
 # scripts and stored history can name it across restarts of a memory-backed service.

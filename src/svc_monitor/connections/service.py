@@ -18,7 +18,7 @@ from svc_monitor.connections import replica_reads
 from svc_monitor.connections.hints import hint_for
 from svc_monitor.connections.live_connections import LiveConnections
 from svc_monitor.connections.models import (
-    AGENT_HOST,
+    AGENT_HOST_PREFIX,
     ENV_DEFAULT_ID,
     Connection,
     EngineSnapshot,
@@ -490,10 +490,11 @@ class ConnectionService:
         credentials (the agent holds them), nothing dialled until the agent links."""
         existing = await self._store.list()
         now = _now_ms()
+        connection_id = str(uuid.uuid4())
         connection = Connection(
-            id=str(uuid.uuid4()),
+            id=connection_id,
             name=name,
-            host=AGENT_HOST,
+            host=AGENT_HOST_PREFIX + connection_id[:8],
             port=0,
             username="default",
             password=None,
