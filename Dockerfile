@@ -11,6 +11,23 @@ COPY src ./src
 # The project's own wheel only: its dependencies come as published wheels in the next stage.
 RUN pip wheel --no-cache-dir --no-deps --wheel-dir /dist .
 
+# The agent beside an instance svc-monitor cannot dial (docs/features/agent.md): the same
+# wheel, run as `svc-monitor agent`; no data directory, no port, no health check (it
+# listens on nothing). Build it with `docker build --target agent`.
+FROM python:3.11-slim AS agent
+RUN python -m venv /opt/venv
+RUN --mount=type=bind,from=builder,source=/dist,target=/dist \
+    /opt/venv/bin/pip install --no-cache-dir /dist/svc_monitor-*.whl
+RUN groupadd --system --gid 1001 svc \
+    && useradd --system --uid 1001 --gid 1001 --no-create-home svc
+ENV PATH="/opt/venv/bin:${PATH}" \
+    PYTHONUNBUFFERED=1 \
+    PYTHONDONTWRITEBYTECODE=1
+USER 1001
+ENTRYPOINT ["svc-monitor"]
+CMD ["agent"]
+
+# The service: the last stage, what `docker build` makes by default.
 FROM python:3.11-slim AS runtime
 LABEL org.opencontainers.image.title="svc-monitor" \
       org.opencontainers.image.description="Self-hosted monitoring for Valkey and Redis"
