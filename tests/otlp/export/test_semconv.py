@@ -429,6 +429,7 @@ class TestSeriesMemory:
         ("[::1]:7000", ("::1", 7000)),
         ("cache.internal:6380", ("cache.internal", 6380)),
         ("agent-7", None),
+        ("agent-1234abcd:0", None),  # how an agent connection is labelled
         ("host:0", None),
         ("host:99999", None),
         (":6379", None),
