@@ -522,14 +522,15 @@ class ConnectionService:
                 "instance's address and credentials on the agent (DB_HOST, DB_PORT, ...)",
                 field=field,
             )
-        updated = replace(
-            current,
-            name=body.name if body.name is not None else current.name,
-            updated_at=_now_ms(),
-        )
+        return await self._save(replace(current, name=body.name or current.name))
+
+    async def _save(self, updated: Connection) -> Connection:
+        """Store an edit of a connection that is dialled the same way (or never): no test,
+        no tunnel to drop; the pollers take it from the change event."""
+        updated = replace(updated, updated_at=_now_ms())
         if not await self._store.update(updated):
-            raise ConnectionNotFound(f"Connection '{current.id}' not found", field="id")
-        self._bus.publish(ConnectionsChanged(connection_id=current.id))
+            raise ConnectionNotFound(f"Connection '{updated.id}' not found", field="id")
+        self._bus.publish(ConnectionsChanged(connection_id=updated.id))
         return updated
 
     @property
@@ -545,17 +546,8 @@ class ConnectionService:
             await self._require_unique_address(
                 reach.host, reach.port, existing, except_id=current.id
             )
-        updated = replace(
-            current,
-            name=body.name if body.name is not None else current.name,
-            host=reach.host,
-            port=reach.port,
-            updated_at=_now_ms(),
-        )
-        if not await self._store.update(updated):
-            raise ConnectionNotFound(f"Connection '{current.id}' not found", field="id")
-        self._bus.publish(ConnectionsChanged(connection_id=current.id))
-        return updated
+        name = body.name if body.name is not None else current.name
+        return await self._save(replace(current, name=name, host=reach.host, port=reach.port))
 
     @staticmethod
     async def _require_unique_address(
