@@ -5,6 +5,7 @@ import hashlib
 
 from sqlalchemy import select
 
+from svc_monitor.agent_links.service import AgentLinkService
 from svc_monitor.agent_links.store import agent_tokens
 from tests.fixtures.workspace import Workspace
 
@@ -33,7 +34,8 @@ async def test_tokens_are_an_admins_and_every_change_is_in_the_activity_log(
     # Its connection is listed as an agent connection, down until the agent links.
     connection = (await ada.client.get(f"/api/connections/{body['connectionId']}")).json()
     assert connection["source"] == "agent"
-    assert connection["host"].startswith("agent-") and connection["port"] == 0
+    assert connection["host"].startswith("agent-")
+    assert connection["port"] == 0
     # Members see the links, not the tokens.
     assert (await mo.client.get("/api/agents")).status_code == 200
     assert (await mo.client.get("/api/agent-tokens")).status_code == 403
@@ -67,3 +69,12 @@ async def test_an_agent_connection_keeps_its_address_to_its_agent(workspace: Wor
     )
     assert direct.status_code == 422
     assert direct.json()["fields"] == ["source"]
+
+
+async def test_deleting_an_agent_connection_refuses_its_token(workspace: Workspace) -> None:
+    owner = workspace.owner.client
+    made = (await owner.post("/api/agent-tokens", json={"name": "gone"})).json()
+    service = workspace.app.state.registry.get(AgentLinkService)
+    assert await service.authenticate(made["token"]) is not None
+    assert (await owner.delete(f"/api/connections/{made['connectionId']}")).status_code == 204
+    assert await service.authenticate(made["token"]) is None

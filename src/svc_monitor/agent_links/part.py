@@ -3,12 +3,19 @@
 from svc_monitor.agent_links.api import router, socket_router
 from svc_monitor.agent_links.service import AgentLinkService
 from svc_monitor.agent_links.store import AgentTokenStore
-from svc_monitor.parts import Part, Registry
+from svc_monitor.parts import Part, Registry, Task
 from svc_monitor.services import Services
 
 
 def part(registry: Registry) -> Part:
     s = registry.get(Services)
-    registry.add(AgentLinkService, AgentLinkService(AgentTokenStore(s.db), s.connections))
+    service = registry.add(
+        AgentLinkService, AgentLinkService(AgentTokenStore(s.db), s.connections, s.bus)
+    )
     # The socket at the root (/agent/ws) and under /api, as agents may be pointed at either.
-    return Part(name="agent_links", routers=(router, socket_router), root_routers=(socket_router,))
+    return Part(
+        name="agent_links",
+        routers=(router, socket_router),
+        root_routers=(socket_router,),
+        tasks=(Task("agent links", service.watch),),
+    )

@@ -20,6 +20,7 @@ from svc_monitor.agent_links.store import AgentTokenStore
 from svc_monitor.connections.service import ConnectionService
 from svc_monitor.engine.agent_link import AgentHello, AgentLink
 from svc_monitor.errors import NotFound
+from svc_monitor.events import ConnectionsChanged, EventBus
 
 logger = logging.getLogger(__name__)
 
@@ -28,6 +29,7 @@ TOKEN_PREFIX = "svc_agent_"
 HEARTBEAT_S = 5.0
 PONG_TIMEOUT_S = 10.0
 REVOKED = 4003
+CONNECTION_DELETED = 4004
 
 Close = Callable[[int, str], Awaitable[None]]
 
@@ -45,9 +47,12 @@ def token_hash(secret: str) -> str:
 
 
 class AgentLinkService:
-    def __init__(self, store: AgentTokenStore, connections: ConnectionService) -> None:
+    def __init__(
+        self, store: AgentTokenStore, connections: ConnectionService, bus: EventBus
+    ) -> None:
         self._store = store
         self._connections = connections
+        self._bus = bus
         self._closers: dict[str, tuple[AgentLink, Close]] = {}  # by connection id
 
     async def create(self, name: str) -> tuple[AgentToken, str]:
@@ -94,7 +99,28 @@ class AgentLinkService:
         token = await self._store.by_hash(token_hash(secret))
         if token is None or token.revoked:
             return None
+        if await self._connections.find(token.connection_id) is None:
+            return None  # its connection was deleted: the token links nothing
         return token
+
+    async def watch(self) -> None:
+        """Close the link of a connection that is deleted (4004) and revoke its token: an
+        agent must not keep a way in for a connection nobody watches any more."""
+        changes = self._bus.subscribe("agent-links", maxsize=1000, kinds=(ConnectionsChanged,))
+        try:
+            async for event in changes:
+                assert isinstance(event, ConnectionsChanged)
+                held = self._closers.get(event.connection_id)
+                if held is None or await self._connections.find(event.connection_id):
+                    continue
+                for token in await self._store.list():
+                    if token.connection_id == event.connection_id and not token.revoked:
+                        await self._store.revoke(token.id, _now_ms())
+                link, close = held
+                link.close()
+                await close(CONNECTION_DELETED, "the connection of this agent was deleted")
+        finally:
+            self._bus.unsubscribe(changes)
 
     async def linked(
         self, token: AgentToken, hello: AgentHello, link: AgentLink, close: Close

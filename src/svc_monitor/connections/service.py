@@ -228,6 +228,10 @@ class ConnectionService:
     async def list(self) -> list[Connection]:
         return await self._store.list()
 
+    async def find(self, connection_id: str) -> Connection | None:
+        """The connection, or None when there is none by that id."""
+        return await self._store.get(connection_id)
+
     async def get(self, connection_id: str) -> Connection:
         connection = await self._store.get(connection_id)
         if connection is None:

@@ -103,7 +103,7 @@ class AgentLink:
                 if not chunk:
                     break
                 await self._send(encode(Kind.COMMANDS, session.number, next(self._requests), chunk))
-        except (ConnectionError, OSError, RuntimeError) as exc:
+        except Exception as exc:  # the socket or the link went: the session ends either way
             logger.debug("agent session %d ended: %s", session.number, exc)
         finally:
             if self._sessions.pop(session.number, None) is not None and not self._closed:
