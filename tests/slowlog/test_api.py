@@ -344,6 +344,18 @@ class TestCommandLog:
         assert response.status_code == 422
         assert response.json()["fields"] == ["type"]
 
+    @pytest.mark.parametrize(
+        "path", ["/api/slowlog-analytics/entries", "/api/commandlog-analytics/entries"]
+    )
+    async def test_a_control_character_in_the_command_filter_422s_naming_it(
+        self, app_factory: AppFactory, path: str
+    ):
+        """A NUL would reach the stored entries' query, which PostgreSQL refuses (a 500)."""
+        async with app_factory() as app:
+            response = await app.client.get(path, params={"command": "get\x00"})
+            assert response.status_code == 422, response.text
+            assert response.json()["fields"] == ["command"]
+
     @pytest.mark.parametrize("engine", ["redis7_server", "redis6_server"])
     async def test_every_route_501s_without_commandlog(
         self, memory_app_factory: AppFactory, request: pytest.FixtureRequest, engine: str

@@ -7,6 +7,7 @@ from fastapi import APIRouter, Query
 from svc_monitor.api.error_responses import error_responses
 from svc_monitor.api.params import MAX_BYTES, From, Limit, Offset, To
 from svc_monitor.connections.dependencies import LiveConnection
+from svc_monitor.kit.plain_text import Printable
 from svc_monitor.slowlog.dependencies import SlowlogDep
 from svc_monitor.slowlog.models import EntryFilter
 from svc_monitor.slowlog.schemas import (
@@ -27,8 +28,10 @@ LogType = Annotated[
     Query(description="which command log: slow (µs), large-request or large-reply (bytes)"),
 ]
 Count = Annotated[int, Query(ge=1, le=10_000, description="at most this many entries")]
+# Printable: a NUL would reach the stored entries' query, which PostgreSQL refuses outright
+# (a 500 until it was refused here, with a 422 naming the parameter).
 CommandFilter = Annotated[
-    str | None,
+    Printable | None,
     Query(max_length=64, description="only this command (case-insensitive), e.g. get"),
 ]
 MinDuration = Annotated[
