@@ -34,6 +34,14 @@ DIALS = {
     ("post", "/api/webhooks/{id}/test"),
 }
 EXAMPLES = 20
+# Slot statistics need cluster mode, and the watched server is standalone: the route answers
+# 501 there, as the specification says and the route documents. Everywhere else a 501 is
+# still a failure (the search engine is loaded so the vector search routes answer from it).
+DOCUMENTED_501S = """
+[[operations]]
+include-path = "/api/metrics/cluster/slot-stats"
+checks.not_a_server_error.expected-statuses = ["2xx", "3xx", "4xx", "501"]
+"""
 
 
 @pytest.fixture
@@ -68,8 +76,11 @@ def test_every_operation_answers_as_documented_and_never_5xx(served: Any, tmp_pa
     document = without_dialling(httpx.get(f"{base}/api/openapi.json").json())
     schema = tmp_path / "openapi.json"
     schema.write_text(json.dumps(document))
+    config = tmp_path / "schemathesis.toml"
+    config.write_text(DOCUMENTED_501S)
     command = [
         str(Path(sys.executable).parent / "st"),
+        "--config-file", str(config),
         "run",
         str(schema),
         "--url", base,
