@@ -35,8 +35,8 @@ DIALS = {
 }
 EXAMPLES = 20
 # Slot statistics need cluster mode, and the watched server is standalone: the route answers
-# 501 there, as the specification says and the route documents. Everywhere else a 501 is
-# still a failure (the search engine is loaded so the vector search routes answer from it).
+# 501 there, as docs/features/http-api.md says and the route documents. Everywhere else a
+# 501 is still a failure (the search engine is loaded so the vector search routes answer).
 DOCUMENTED_501S = """
 [[operations]]
 include-path = "/api/metrics/cluster/slot-stats"
