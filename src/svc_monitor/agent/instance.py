@@ -128,23 +128,30 @@ class InstanceConnection:
         self._writer.close()
 
 
+# What names the other nodes of the instance's deployment (nodes_in reads the replies).
+NODE_QUERIES = [[b"CLUSTER", b"NODES"], [b"INFO", b"replication"]]
+
+
 async def reported_nodes(target: Target) -> set[str]:
-    """host:port of every other node the instance names: the nodes of its cluster (CLUSTER
-    NODES), its replicas and its primary (INFO replication). Empty when it cannot be read."""
+    """host:port of every other node the instance names (nodes_in); empty when it cannot be
+    read."""
     try:
         connection = await InstanceConnection.open(target)
     except (InstanceError, TimeoutError):
         return set()
     try:
-        reply = await connection.run(
-            [[b"CLUSTER", b"NODES"], [b"INFO", b"replication"]], lambda _: None
-        )
+        reply = await connection.run(NODE_QUERIES, lambda _: None)
     except (InstanceError, TimeoutError, OSError):
         return set()
     finally:
         connection.close()
+    return nodes_in(reply.decode("utf-8", "replace"), target)
+
+
+def nodes_in(text: str, target: Target) -> set[str]:
+    """The nodes of its cluster (CLUSTER NODES lines), its replicas and its primary (INFO
+    replication), `target` itself left out."""
     nodes: set[str] = set()
-    text = reply.decode("utf-8", "replace")
     for line in text.splitlines():
         words = line.split()
         if len(words) >= 8 and "@" in words[1]:  # a CLUSTER NODES line

@@ -23,7 +23,14 @@ from dataclasses import dataclass, field, replace
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus, InvalidURI, WebSocketException
 
-from svc_monitor.agent.instance import InstanceConnection, InstanceError, Target, reported_nodes
+from svc_monitor.agent.instance import (
+    NODE_QUERIES,
+    InstanceConnection,
+    InstanceError,
+    Target,
+    nodes_in,
+    reported_nodes,
+)
 from svc_monitor.engine.agent_wire import (
     HEADER,
     MAX_PAYLOAD,
@@ -114,7 +121,6 @@ class Link:
         self.socket = socket
         self.target = target
         self.sessions: dict[int, _Session] = {}
-        self.refused_count = 0
         self._nodes = nodes  # host:port of the nodes the instance reports
         self._nodes_read = asyncio.get_running_loop().time()
 
@@ -139,7 +145,6 @@ class Link:
             await self.send(encode(Kind.CLOSE, number, 0, reason.encode()[:500]))
 
     def refused(self, name: str) -> None:
-        self.refused_count += 1
         logger.warning("refused %s: the agent runs read commands only", name)
         task = asyncio.get_running_loop().create_task(
             self.send(json.dumps({"type": "refused", "command": name}))
@@ -212,7 +217,9 @@ async def probe(target: Target) -> dict[str, object]:
         facts["error"] = str(exc)
         return facts
     try:
-        reply = await connection.run([[b"INFO", b"server"], [b"INFO", b"cluster"]], lambda _: None)
+        # One round trip on one connection: the engine, cluster mode and the nodes.
+        asks = [[b"INFO", b"server"], [b"INFO", b"cluster"], *NODE_QUERIES]
+        reply = await connection.run(asks, lambda _: None)
     except (InstanceError, TimeoutError, OSError) as exc:
         facts["error"] = str(exc)
         return facts
@@ -226,7 +233,7 @@ async def probe(target: Target) -> dict[str, object]:
     facts["engine"] = "valkey" if valkey else "redis"
     facts["version"] = fields.get("valkey_version") or fields.get("redis_version")
     facts["cluster"] = fields.get("cluster_enabled", "0").strip() == "1"
-    facts["nodes"] = sorted(await reported_nodes(target))
+    facts["nodes"] = sorted(nodes_in(text, target))
     return facts
 
 

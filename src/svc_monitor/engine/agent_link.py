@@ -166,9 +166,6 @@ class AgentLinks:
         if self._links.get(connection_id) is link:
             del self._links[connection_id]
 
-    def all(self) -> dict[str, AgentLink]:
-        return {cid: link for cid, link in self._links.items() if link.open}
-
 
 @dataclass(frozen=True, slots=True)
 class AgentDialer:
